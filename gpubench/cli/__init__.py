@@ -1,0 +1,66 @@
+"""The root of the command line: wires the command modules together, holds
+--version, and turns every expected failure into one line on stderr."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from gpubench import __version__
+from gpubench.cli import report_cmd, run_cmd, workloads_cmd
+from gpubench.cli.render import err
+from gpubench.errors import GpubenchError
+
+app = typer.Typer(
+    name="gpubench",
+    help="Benchmark PyTorch DDP workloads across GPU counts and cloud providers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"gpubench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Benchmark PyTorch DDP workloads across GPU counts and cloud providers."""
+
+
+run_cmd.register(app)
+report_cmd.register(app)
+workloads_cmd.register(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: click's own usage errors and ours both end as one line."""
+    try:
+        code = app(args=argv, prog_name="gpubench", standalone_mode=False)
+    except GpubenchError as e:
+        err(f"error: {e}")
+        sys.exit(e.exit_code)
+    except typer.TyperException as e:  # typer's own usage errors: bad option, missing argument
+        if type(e).__name__ == "NoArgsIsHelpError":
+            print(e.format_message())
+            sys.exit(0)
+        ctx = getattr(e, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        err(f"error: {e.format_message()}{hint}")
+        sys.exit(2 if hint else e.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        err("interrupted")
+        sys.exit(130)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except BrokenPipeError:
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,56 @@
+"""The launcher interface the sweep talks to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from gpubench.suite import WorkloadRef
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a sweep runs on, as the records and the report need it."""
+
+    provider: str
+    instance_type: str
+    gpu_name: str
+    gpu_count: int  # GPUs on the machine; 0 for a CPU-only machine
+    price_per_hour: float | None  # for the whole machine; None when unknown
+    accelerator: str = "cuda"  # "cuda" or "cpu"
+    nodes: int = 1
+
+    @property
+    def max_procs(self) -> int | None:
+        """The largest process count per node the machine can hold; None = no limit (CPU)."""
+        return self.gpu_count if self.accelerator == "cuda" else None
+
+    def price_for(self, procs: int) -> float | None:
+        """The hourly price of the GPUs a run uses: a right-sized share of the machine."""
+        if self.price_per_hour is None:
+            return None
+        if self.accelerator != "cuda" or self.gpu_count <= 0:
+            return self.price_per_hour
+        return self.price_per_hour * procs / self.gpu_count
+
+
+@dataclass
+class RunOutcome:
+    """What one launch produced: the workload's record, or why there is none."""
+
+    returncode: int
+    record: dict | None
+    command: list[str]
+    elapsed_seconds: float
+    error: str | None = None
+    output_tail: list[str] = field(default_factory=list)
+
+
+LineSink = Callable[[str], None]
+
+
+class Launcher(Protocol):
+    def machine(self) -> Machine: ...
+
+    def run(self, workload: WorkloadRef, procs: int, workload_args: list[str],
+            on_line: LineSink, timeout: float) -> RunOutcome: ...

@@ -1,0 +1,113 @@
+"""Launch workloads with torchrun on this machine (the `local` provider)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gpubench.errors import RunError
+from gpubench.launch.base import LineSink, Machine, RunOutcome
+from gpubench.launch.process import stream_process
+from gpubench.suite import WorkloadRef
+
+
+def local_gpus() -> list[str]:
+    """Names of this machine's NVIDIA GPUs, from nvidia-smi (no torch import)."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if out.returncode != 0:
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def torch_python() -> str:
+    """The Python that runs workloads locally: this one, if it has torch."""
+    if importlib.util.find_spec("torch") is None:
+        raise RunError("the local provider needs PyTorch in this Python environment: "
+                       "pip install 'torch==2.13.0' (or run on a remote machine with --on)")
+    return sys.executable
+
+
+class LocalLauncher:
+    def __init__(self, gpus: list[str] | None = None) -> None:
+        self._gpus = local_gpus() if gpus is None else gpus
+
+    def machine(self) -> Machine:
+        if self._gpus:
+            return Machine("local", f"local-{len(self._gpus)}x-gpu", self._gpus[0],
+                           len(self._gpus), 0.0, "cuda")
+        return Machine("local", f"local-cpu-{os.cpu_count()}c", "cpu", 0, 0.0, "cpu")
+
+    def command(self, workload: WorkloadRef, procs: int, record_file: Path,
+                workload_args: list[str]) -> list[str]:
+        return [torch_python(), "-m", "torch.distributed.run", "--standalone",
+                f"--nproc_per_node={procs}", str(workload.script),
+                "--record-file", str(record_file), *workload_args]
+
+    def environment(self, procs: int) -> dict[str, str]:
+        env = dict(os.environ)
+        if not self._gpus:
+            # CPU processes share the cores: give each its fair part, so that
+            # 1 process is not compared with N processes that each think they own the machine.
+            env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // procs))
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def run(self, workload: WorkloadRef, procs: int, workload_args: list[str],
+            on_line: LineSink, timeout: float) -> RunOutcome:
+        with tempfile.TemporaryDirectory(prefix="gpubench-") as tmp:
+            record_file = Path(tmp) / "record.json"
+            cmd = self.command(workload, procs, record_file, workload_args)
+            start = time.perf_counter()
+            returncode, tail = stream_process(cmd, self.environment(procs), on_line, timeout)
+            elapsed = time.perf_counter() - start
+            record = _read_record(record_file) if returncode == 0 else None
+        error = None
+        if returncode != 0:
+            error = _error_line(tail, returncode, timeout)
+        elif record is None:
+            error = "the workload exited without writing a result record"
+        shown = [Path(cmd[0]).name, *cmd[1:]]
+        shown[shown.index("--record-file") + 1] = "RECORD"
+        return RunOutcome(returncode, record, shown, elapsed, error, tail)
+
+
+def _read_record(path: Path) -> dict | None:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _error_line(tail: list[str], returncode: int, timeout: float) -> str:
+    """The most telling line of a failed run: the workload's own error, not torchrun's."""
+    if returncode == -9:
+        return f"timed out after {timeout:.0f}s"
+    for line in reversed(tail):
+        text = line.strip()
+        head = text.split(":", 1)[0]
+        if "ChildFailedError" in text or "elastic" in text:
+            continue
+        if text.startswith("error:") or ": error: " in text or (
+                head.endswith(("Error", "Exception", "Interrupt")) and " " not in head):
+            return text
+    last = next((t.strip() for t in reversed(tail) if t.strip()), "")
+    return f"exit code {returncode}" + (f": {last}" if last else "")
+
+
+def shell_command(cmd: list[str]) -> str:
+    return shlex.join(cmd)

@@ -1,0 +1,59 @@
+"""Run a child process group, stream its output line by line, bound its time."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import threading
+
+from gpubench.launch.base import LineSink
+
+TAIL_LINES = 200
+
+
+def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
+                   timeout: float) -> tuple[int, list[str]]:
+    """Run `cmd`, pass each output line to `on_line`, kill the whole group at `timeout`.
+
+    Returns the exit code (-9 when killed for time) and the last lines of output.
+    Ctrl-C kills the group too, so no torchrun worker outlives gpubench.
+    """
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True, errors="replace", bufsize=1,
+                            start_new_session=True)
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        _kill_group(proc)
+
+    timer = threading.Timer(timeout, kill)
+    timer.daemon = True
+    timer.start()
+    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            tail.append(line)
+            on_line(line)
+        proc.wait()
+    except BaseException:
+        _kill_group(proc)
+        raise
+    finally:
+        timer.cancel()
+    return (-9 if timed_out.is_set() else proc.returncode), list(tail)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass

@@ -1,0 +1,1 @@
+"""Reports computed from result records alone (pandas, imported lazily by callers)."""
