@@ -1,0 +1,132 @@
+"""The common vocabulary every provider adapter speaks: offers, launch specs,
+instances, one state enum, and typed errors that carry the provider's own words."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class InstanceState(str, enum.Enum):
+    PENDING = "pending"        # asked for, not yet booted
+    RUNNING = "running"        # booted; SSH may still be coming up
+    STOPPED = "stopped"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+    FAILED = "failed"          # will never run (RunPod ERROR, Lambda unhealthy, preempted)
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Offer:
+    provider: str
+    offer_id: str              # what the provider's launch call needs to pick this offer
+    gpu_name: str              # normalised, e.g. "H100 PCIe", "A100 80GB", "RTX 4090"
+    gpu_count: int
+    price_per_hour: float      # whole machine, USD
+    region: str = ""
+    disk_gb: float | None = None
+    interruptible: bool = False
+    available: int | None = None  # how many can be had now, where the provider says
+    instance_type: str = ""    # the provider's own name for the machine type
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def price_per_gpu_hour(self) -> float:
+        return self.price_per_hour / max(self.gpu_count, 1)
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    gpus: int
+    gpu_type: str | None = None
+    disk_gb: int = 100
+    image: str = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
+    region: str | None = None
+    name: str = ""
+    max_price: float | None = None
+    interruptible: bool = False
+    ssh_public_key: str = ""
+
+
+@dataclass
+class Instance:
+    provider: str
+    instance_id: str
+    name: str
+    status: InstanceState
+    ssh_host: str | None = None
+    ssh_port: int = 22
+    ssh_user: str = "root"
+    gpu_name: str = ""
+    gpu_count: int = 0
+    price_per_hour: float | None = None
+    created_at: str | None = None
+    instance_type: str = ""
+    region: str = ""
+    raw_status: str = ""       # the provider's own status word
+    extra: dict = field(default_factory=dict)
+
+
+class ProviderError(Exception):
+    """A provider refused or failed a call. Carries enough to say what happened in one line."""
+
+    kind = "provider error"
+
+    def __init__(self, provider: str, endpoint: str, message: str, status: int | None = None,
+                 code: str | None = None) -> None:
+        self.provider = provider
+        self.endpoint = endpoint
+        self.message = message
+        self.status = status
+        self.code = code
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.provider} {self.endpoint}"
+        status = f" (HTTP {self.status})" if self.status else ""
+        return f"{where}: {self.kind}{status}: {self.message}"
+
+
+class AuthError(ProviderError):
+    kind = "authentication failed"
+
+
+class CapacityError(ProviderError):
+    kind = "no capacity"
+
+
+class RateLimitError(ProviderError):
+    kind = "rate limited"
+
+
+class NotFoundError(ProviderError):
+    kind = "not found"
+
+
+class PaymentError(ProviderError):
+    kind = "payment required"
+
+
+class MissingKeyError(ProviderError):
+    kind = "no API key"
+
+
+class Provider(Protocol):
+    """What each adapter implements. Clients and credentials are passed in, never global."""
+
+    name: str
+
+    def offers(self, gpus: int | None = None, gpu_type: str | None = None,
+               interruptible: bool = False) -> list[Offer]: ...
+
+    def ensure_ssh_key(self, public_key: str, name: str) -> str: ...
+
+    def launch(self, offer: Offer, spec: LaunchSpec) -> Instance: ...
+
+    def get(self, instance_id: str) -> Instance: ...
+
+    def list(self) -> list[Instance]: ...
+
+    def terminate(self, instance_id: str) -> None: ...
