@@ -1,0 +1,87 @@
+"""Bad input: one line on stderr, a non-zero exit, no traceback, nothing lost."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpubench.cli import main
+
+
+def invoke(capsys, *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
+    assert code != 0
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_unknown_workload_lists_the_known_ones(capsys):
+    code, _, err = invoke(capsys, "run", "resnet-9000")
+    assert_one_line_error(code, err, "unknown workload 'resnet-9000'", "mnist-ddp")
+
+
+@pytest.mark.parametrize("value, fragment", [("0", "0 is not a valid GPU count"),
+                                             ("abc", "'abc' is not a whole number"),
+                                             ("1,-2", "-2 is not a valid GPU count")])
+def test_bad_gpu_counts(capsys, value, fragment, tmp_path):
+    code, _, err = invoke(capsys, "run", "mnist-ddp", "--gpus", value, "--results", str(tmp_path))
+    assert_one_line_error(code, err, fragment)
+
+
+def test_missing_results_directory(capsys, tmp_path):
+    code, _, err = invoke(capsys, "report", "--results", str(tmp_path / "nope"))
+    assert_one_line_error(code, err, "does not exist")
+    code, _, err = invoke(capsys, "run", "mnist-ddp", "--results", str(tmp_path / "nope"))
+    assert_one_line_error(code, err, "does not exist")
+
+
+def test_unknown_option_and_format(capsys, tmp_path):
+    code, _, err = invoke(capsys, "run", "mnist-ddp", "--bogus")
+    assert_one_line_error(code, err, "No such option: --bogus")
+    code, _, err = invoke(capsys, "report", "--results", str(tmp_path), "--format", "xml")
+    assert_one_line_error(code, err, "--format")
+
+
+def good_record(gpus: int, throughput: float) -> dict:
+    return {"schema_version": 1, "workload": "mnist-ddp", "provider": "local",
+            "instance_type": "t", "gpu_name": "cpu", "gpu_count": gpus, "status": "ok",
+            "throughput": throughput, "time": f"2026-01-01T00:00:0{gpus}Z", "price_per_hour": 0.0,
+            "epoch_samples": 60000}
+
+
+def test_corrupt_line_in_the_middle_is_an_error_naming_the_line(capsys, tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps(good_record(1, 100)) + "\n{oops\n" + json.dumps(good_record(2, 150)) + "\n")
+    before = path.read_bytes()
+    code, _, err = invoke(capsys, "report", "--results", str(tmp_path))
+    assert_one_line_error(code, err, f"{path}:2", "corrupt")
+    assert path.read_bytes() == before  # nothing rewritten
+
+
+def test_truncated_last_line_is_skipped_with_a_warning(capsys, tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps(good_record(1, 100)) + "\n" + json.dumps(good_record(2, 150))
+                    + "\n" + json.dumps(good_record(2, 999))[:25])
+    code, out, err = invoke(capsys, "report", "--results", str(tmp_path), "--format", "json")
+    assert code == 0
+    assert "truncated last line" in err and "Traceback" not in err
+    rows = json.loads(out)
+    assert [r["throughput"] for r in rows] == [100, 150]
+    assert rows[1]["speedup"] == 1.5
+
+
+def test_version_and_workloads(capsys):
+    code, out, _ = invoke(capsys, "--version")
+    assert code == 0 and out.startswith("gpubench ")
+    code, out, _ = invoke(capsys, "workloads")
+    assert code == 0 and out.splitlines()[0].startswith("mnist-ddp")

@@ -1,0 +1,72 @@
+"""`gpubench run` end to end: real torchrun, real gloo processes, synthetic MNIST."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import GPUBENCH, REPO, cpu_env
+
+
+def run_cli(*args: str, cwd=None, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([GPUBENCH, *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd or REPO, env=cpu_env())
+
+
+def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    proc = run_cli("run", "mnist-ddp", "--gpus", "1,2", "--results", str(results),
+                   "--", "--steps", "3", "--warmup", "1", "--data", "synthetic")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the output is streamed with the GPU count in front, and ends with the table
+    assert "[1 gpu] mnist-ddp: world 1" in proc.stdout
+    assert "[2 gpus] mnist-ddp: world 2" in proc.stdout
+    assert "speedup" in proc.stdout
+
+    files = list(results.glob("*.jsonl"))
+    assert len(files) == 1
+    records = [json.loads(line) for line in files[0].read_text().splitlines()]
+    assert [r["gpu_count"] for r in records] == [1, 2]
+    for r in records:
+        assert r["status"] == "ok"
+        assert r["provider"] == "local" and r["backend"] == "gloo"
+        assert r["world_size"] == r["gpu_count"]
+        assert r["steps"] == 3 and r["samples"] == 3 * 64 * r["gpu_count"]
+        assert r["throughput"] > 0 and r["median_step_s"] > 0
+        assert r["price_per_hour"] == 0.0 and r["cost"] == 0.0
+        assert r["run_id"] == files[0].stem
+        assert "--nproc_per_node=%d" % r["gpu_count"] in r["launch_command"]
+        assert r["torch_version"].startswith("2.")
+
+    report = run_cli("report", "--results", str(results), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    rows = json.loads(report.stdout)
+    assert [row["gpu_count"] for row in rows] == [1, 2]
+    assert rows[0]["speedup"] == 1.0
+    assert abs(rows[1]["speedup"] - records[1]["throughput"] / records[0]["throughput"]) < 1e-9
+    assert rows[0]["cost_per_epoch"] == 0.0
+
+
+def test_failed_run_is_recorded_and_exit_is_nonzero(tmp_path):
+    results = tmp_path / "r"
+    results.mkdir()
+    proc = run_cli("run", "mnist-ddp", "--gpus", "1", "--results", str(results),
+                   "--", "--steps", "2", "--no-such-flag")
+    assert proc.returncode == 1
+    record = json.loads(next(results.glob("*.jsonl")).read_text())
+    assert record["status"] == "failed"
+    assert "unrecognized arguments: --no-such-flag" in record["error"]
+    assert "failed: mnist-ddp at 1 GPUs" in proc.stdout
+
+
+def test_workload_runs_without_torchrun_as_a_world_of_one(tmp_path):
+    record_file = tmp_path / "rec.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "workloads" / "mnist_ddp.py"), "--steps", "2", "--warmup", "0",
+         "--record-file", str(record_file)],
+        capture_output=True, text=True, timeout=120, env=cpu_env(OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(record_file.read_text())
+    assert record["world_size"] == 1 and record["steps"] == 2 and record["epoch_samples"] == 60000

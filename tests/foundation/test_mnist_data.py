@@ -1,0 +1,90 @@
+"""The IDX loader on small generated files."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import struct
+import sys
+
+import pytest
+import torch
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "workloads"))
+import mnist_data  # noqa: E402
+
+
+def write_idx(path, array: torch.Tensor, type_code: int, gz: bool = True) -> str:
+    header = struct.pack(">BBBB", 0, 0, type_code, array.dim())
+    header += struct.pack(f">{array.dim()}I", *array.shape)
+    if array.element_size() > 1:
+        body = array.contiguous().view(torch.uint8).view(-1, array.element_size()).flip(1).reshape(-1)
+    else:
+        body = array.contiguous().view(torch.uint8).reshape(-1)
+    data = header + bytes(body.tolist())
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def small_set(root, n=7):
+    images = torch.randint(0, 256, (n, 28, 28), dtype=torch.uint8)
+    labels = torch.randint(0, 10, (n,), dtype=torch.uint8)
+    files = {
+        "imgs-idx3-ubyte.gz": write_idx(root / "imgs-idx3-ubyte.gz", images, 0x08),
+        "lbls-idx1-ubyte.gz": write_idx(root / "lbls-idx1-ubyte.gz", labels, 0x08),
+    }
+    return images, labels, files
+
+
+def test_reads_generated_idx_files_into_normalised_tensors(tmp_path):
+    images, labels, files = small_set(tmp_path)
+    split = mnist_data.load_split(tmp_path, files, fetch=False)
+    assert split.images.shape == (7, 1, 28, 28) and split.images.dtype == torch.float32
+    assert torch.equal(split.labels, labels.to(torch.int64))
+    expected = (images.float() / 255 - mnist_data.MEAN) / mnist_data.STD
+    assert torch.allclose(split.images[:, 0], expected)
+
+
+def test_multibyte_idx_is_big_endian(tmp_path):
+    values = torch.tensor([[1, -2, 70000], [3, 4, -5]], dtype=torch.int32)
+    write_idx(tmp_path / "x-idx2-int", values, 0x0C, gz=False)
+    assert torch.equal(mnist_data.read_idx(tmp_path / "x-idx2-int"), values)
+
+
+def test_bad_checksum_is_refused(tmp_path):
+    _, _, files = small_set(tmp_path)
+    name = next(iter(files))
+    files[name] = "0" * 32
+    with pytest.raises(mnist_data.DataError, match="checksum mismatch"):
+        mnist_data.load_split(tmp_path, files, fetch=False)
+
+
+def test_truncated_and_foreign_files_are_refused(tmp_path):
+    (tmp_path / "junk").write_bytes(b"hello world")
+    with pytest.raises(mnist_data.DataError, match="bad magic"):
+        mnist_data.read_idx(tmp_path / "junk")
+    images = torch.zeros(4, 28, 28, dtype=torch.uint8)
+    write_idx(tmp_path / "short", images, 0x08, gz=False)
+    (tmp_path / "short").write_bytes((tmp_path / "short").read_bytes()[:-10])
+    with pytest.raises(mnist_data.DataError, match="expected 3136 bytes"):
+        mnist_data.read_idx(tmp_path / "short")
+
+
+def test_missing_files_without_network_give_a_clear_error(tmp_path):
+    # a closed loopback port stands in for an unreachable mirror
+    with pytest.raises(mnist_data.DataError, match="cannot download .* --data synthetic"):
+        mnist_data.download("train-images-idx3-ubyte.gz", tmp_path / "x.gz",
+                            mirrors=("http://127.0.0.1:9/",), timeout=2)
+    assert not list(tmp_path.iterdir())  # no partial file left behind
+
+
+def test_synthetic_data_is_mnist_shaped_and_learnable():
+    split = mnist_data.synthetic(n=100, seed=1)
+    assert split.images.shape == (100, 1, 28, 28) and split.labels.max() < 10
+    # the class decides where the bright block is: two samples of one class share it
+    same = (split.labels == split.labels[0]).nonzero().flatten()[:2]
+    if len(same) == 2:
+        a, b = split.images[same[0], 0], split.images[same[1], 0]
+        assert ((a > 2) & (b > 2)).sum() >= 32
