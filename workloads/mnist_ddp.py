@@ -2,6 +2,7 @@
 
     python workloads/mnist_ddp.py --steps 50                       # one process
     torchrun --standalone --nproc_per_node=4 workloads/mnist_ddp.py # one epoch on 4 GPUs
+    python workloads/mnist_ddp.py --steps 20 --profile traces/      # + a TensorBoard trace
 
 The data set is decoded once into tensors on the device; each rank walks its
 DistributedSampler shard by indexing that tensor, so the loop is bound by
@@ -10,8 +11,8 @@ compute, not by a loader.
 
 from __future__ import annotations
 
-import math
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -63,7 +64,7 @@ class Trainer:
         if args.compile:
             self.model = torch.compile(self.model)
         self.optimizer = torch.optim.Adadelta(self.model.parameters(), lr=1.0)
-        self.scaler = torch.amp.GradScaler(enabled=args.precision == "fp16")
+        self.scaler = harness.grad_scaler(ctx, args.precision)
         self.steps_per_epoch = len(self.sampler) // args.batch_size
         self._order: torch.Tensor | None = None
         self._epoch = -1
@@ -96,7 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     ctx = harness.setup_distributed()
     try:
         try:
-            split = mnist_data.load_train(args.data, seed=args.seed, fetch=ctx.is_main)
+            if args.data != "synthetic":
+                # rank 0 fetches and verifies missing files while the others wait
+                if ctx.is_main:
+                    mnist_data.ensure_files(Path(args.data).expanduser(), mnist_data.TRAIN_FILES)
+                torch.distributed.barrier()
+            split = mnist_data.load_train(args.data, seed=args.seed, fetch=False)
         except mnist_data.DataError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -105,8 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             print("error: batch size too large for the data set", file=sys.stderr)
             return 2
         steps = args.steps if args.steps is not None else args.epochs * trainer.steps_per_epoch
-        timer = harness.StepTimer(ctx.device)
-        harness.run_window(timer, trainer.step, args.warmup, steps)
+        timer = harness.measure(ctx, args, trainer.step, steps)
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
             samples_per_step=args.batch_size * ctx.world_size,
