@@ -1,5 +1,6 @@
 """Shared pieces of every workload in the suite: DDP set-up from torchrun's
-environment, the common flags, honest step timing, and the result record.
+environment, the common flags, honest step timing, GPU sampling, profiling,
+and the result record.
 
 This module is copied to remote machines next to the workloads, which have
 torch but not gpubench: it must import nothing from gpubench.
@@ -10,12 +11,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import platform
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -38,6 +41,9 @@ def common_parser(description: str, default_batch: int) -> argparse.ArgumentPars
     p.add_argument("--data", default="synthetic", help="'synthetic' or a dataset path")
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
     p.add_argument("--compile", action="store_true", help="wrap the model in torch.compile")
+    p.add_argument("--profile", default=None, metavar="DIR",
+                   help="after the measured window, profile a few more steps with torch.profiler "
+                        "and write a TensorBoard trace to DIR (one file per rank)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--record-file", default=None,
                    help="where rank 0 writes the JSON result record")
@@ -108,6 +114,12 @@ def autocast(ctx: Dist, precision: str):
     return torch.autocast(device_type=ctx.device.type, dtype=dtype)
 
 
+def grad_scaler(ctx: Dist, precision: str) -> torch.amp.GradScaler:
+    """fp16 needs loss scaling to keep small gradients from flushing to zero;
+    bf16 and fp32 do not (the scaler is then a pass-through)."""
+    return torch.amp.GradScaler(ctx.device.type, enabled=precision == "fp16")
+
+
 # --------------------------------------------------------------------------- timing
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
@@ -124,6 +136,7 @@ class StepTimer:
     """
 
     device: torch.device
+    monitor: "GpuMonitor | None" = None  # samples the GPU while the window runs
     _events: list = field(default_factory=list)
     _cpu_times: list = field(default_factory=list)
     _window_start: float = 0.0
@@ -131,6 +144,8 @@ class StepTimer:
 
     def start_window(self) -> None:
         synchronize(self.device)
+        if self.monitor is not None:
+            self.monitor.start()
         self._window_start = time.perf_counter()
 
     @contextlib.contextmanager
@@ -149,6 +164,8 @@ class StepTimer:
     def stop_window(self) -> None:
         synchronize(self.device)
         self.window_seconds = time.perf_counter() - self._window_start
+        if self.monitor is not None:
+            self.monitor.stop()
 
     def step_seconds(self) -> list[float]:
         if self._events:
@@ -180,6 +197,142 @@ def max_across_ranks(value: float, device: torch.device) -> float:
     t = torch.tensor([value], dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return float(t.item())
+
+
+def measure(ctx: Dist, args: argparse.Namespace, step_fn: Callable[[int], None],
+            steps: int) -> StepTimer:
+    """The measurement every workload makes: `args.warmup` untimed steps, then
+    `steps` timed ones while the GPU is sampled, then (with --profile) a few
+    more under torch.profiler, outside the timed window so they cost it nothing."""
+    timer = StepTimer(ctx.device, monitor=GpuMonitor.for_device(ctx.device))
+    run_window(timer, step_fn, args.warmup, steps)
+    if args.profile:
+        profile_steps(ctx, step_fn, args.profile, first_step=args.warmup + steps)
+    return timer
+
+
+# --------------------------------------------------------------------------- GPU sampling
+class GpuMonitor:
+    """Samples one GPU's utilisation, memory in use and power draw from a
+    background thread while the measured window runs (nvidia-smi's figures,
+    read through NVML). Without a GPU or without nvidia-ml-py it records why
+    and samples nothing."""
+
+    INTERVAL_S = 0.1
+    FIELDS = ("gpu_util_pct", "gpu_mem_used_bytes", "gpu_power_w")
+
+    def __init__(self, read: Callable[[], tuple] | None, status: str,
+                 interval: float = INTERVAL_S) -> None:
+        self._read = read
+        self.status = status
+        self.interval = interval
+        self.samples: list[tuple] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def for_device(cls, device: torch.device) -> "GpuMonitor":
+        if device.type != "cuda":
+            return cls(None, "off: no CUDA device")
+        try:
+            import pynvml  # the nvidia-ml-py package; a bare image may lack it
+        except ImportError:
+            return cls(None, "off: nvidia-ml-py not installed")
+        try:
+            pynvml.nvmlInit()
+            handle = _nvml_handle(pynvml, device)
+        except pynvml.NVMLError as e:
+            return cls(None, f"off: NVML: {e}")
+
+        def read() -> tuple:
+            return (_nvml_or_none(lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu),
+                    _nvml_or_none(lambda: pynvml.nvmlDeviceGetMemoryInfo(handle).used),
+                    _nvml_or_none(lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0))
+
+        return cls(read, "nvml")
+
+    def start(self) -> None:
+        if self._read is None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="gpu-monitor", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(self._read())
+            if self._stop.wait(self.interval):
+                return
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def local_summary(self) -> list[float]:
+        """[mean, peak] per field over this rank's samples; nan where none."""
+        out = []
+        for i in range(len(self.FIELDS)):
+            values = [s[i] for s in self.samples if s[i] is not None]
+            out += [statistics.fmean(values), max(values)] if values else [math.nan, math.nan]
+        return out
+
+    def summary_across_ranks(self, ctx: Dist) -> dict:
+        """Means averaged over the ranks, peaks the largest on any rank (collective)."""
+        local = self.local_summary()
+        means = torch.tensor(local[0::2], dtype=torch.float64, device=ctx.device)
+        peaks = torch.tensor(local[1::2], dtype=torch.float64, device=ctx.device)
+        count = torch.tensor([len(self.samples)], dtype=torch.float64, device=ctx.device)
+        dist.all_reduce(means)  # SUM
+        dist.all_reduce(peaks, op=dist.ReduceOp.MAX)
+        dist.all_reduce(count, op=dist.ReduceOp.MIN)
+        record: dict = {"gpu_sampling": self.status, "gpu_samples": int(count.item())}
+        for name, mean, peak in zip(self.FIELDS, means.tolist(), peaks.tolist()):
+            record[f"{name}_mean"] = None if math.isnan(mean) else mean / ctx.world_size
+            record[f"{name}_peak"] = None if math.isnan(peak) else peak
+        return record
+
+
+def _nvml_handle(pynvml, device: torch.device):
+    """NVML numbers GPUs physically; CUDA numbers the visible ones. Match by UUID."""
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    if uuid is not None:
+        with contextlib.suppress(pynvml.NVMLError):
+            return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+    return pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+
+
+def _nvml_or_none(read: Callable[[], float]) -> float | None:
+    try:
+        return float(read())
+    except Exception:  # NVML_ERROR_NOT_SUPPORTED and friends: that figure is absent
+        return None
+
+
+# --------------------------------------------------------------------------- profiling
+PROFILE_WAIT, PROFILE_WARMUP, PROFILE_ACTIVE = 1, 1, 3
+
+
+def profile_steps(ctx: Dist, step_fn: Callable[[int], None], directory: str,
+                  first_step: int) -> None:
+    """Run a few steps under torch.profiler and write a trace TensorBoard opens
+    (`tensorboard --logdir DIR`, PyTorch Profiler tab; or chrome://tracing)."""
+    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+    activities = [ProfilerActivity.CPU]
+    if ctx.device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    total = PROFILE_WAIT + PROFILE_WARMUP + PROFILE_ACTIVE
+    with profile(activities=activities,
+                 schedule=schedule(wait=PROFILE_WAIT, warmup=PROFILE_WARMUP,
+                                   active=PROFILE_ACTIVE, repeat=1),
+                 on_trace_ready=tensorboard_trace_handler(directory, worker_name=f"rank{ctx.rank}"),
+                 record_shapes=True, profile_memory=True) as prof:
+        for i in range(total):
+            step_fn(first_step + i)
+            prof.step()
+    synchronize(ctx.device)
 
 
 # --------------------------------------------------------------------------- record
@@ -242,7 +395,12 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
         "workload_argv": sys.argv[1:],
     }
     if ctx.device.type == "cuda":
-        record["peak_memory_bytes"] = torch.cuda.max_memory_allocated(ctx.device)
+        record["peak_memory_bytes"] = int(max_across_ranks(
+            torch.cuda.max_memory_allocated(ctx.device), ctx.device))
+    if timer.monitor is not None:
+        record.update(timer.monitor.summary_across_ranks(ctx))
+    if args.profile:
+        record["profile_dir"] = os.path.abspath(args.profile)
     record.update(versions())
     record.update(extra or {})
     return record
@@ -258,7 +416,9 @@ def emit_record(ctx: Dist, args: argparse.Namespace, record: dict) -> None:
             f.write(line + "\n")
             f.flush()
             os.fsync(f.fileno())
-    print(f"{record['workload']}: world {record['world_size']} {record['throughput']:.1f} "
+    median = record.get("median_step_s")
+    print(f"{record['workload']}: world {record['world_size']} {record['throughput'] or 0:.1f} "
           f"{record['throughput_unit']} over {record['steps']} steps in "
-          f"{record['wall_seconds']:.2f}s (median step {record['median_step_s'] * 1000:.2f} ms)",
+          f"{record['wall_seconds']:.2f}s"
+          + (f" (median step {median * 1000:.2f} ms)" if median is not None else ""),
           flush=True)

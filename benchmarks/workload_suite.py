@@ -1,0 +1,212 @@
+"""Run the standard workload suite on whatever this machine has and print each
+workload's figures next to published ones for the same GPU and precision.
+
+    python benchmarks/workload_suite.py                      # GPUs if present, else a small CPU run
+    python benchmarks/workload_suite.py --results results/   # keep the records (JSON Lines)
+    python benchmarks/workload_suite.py --only gpt-ddp,allreduce
+
+On GPUs the workloads run at their real sizes (ResNet-50 at 224x224, GPT-2
+small at 1024 tokens, all_reduce up to 1 GB) on one GPU, and all_reduce on all
+of them; on a CPU they run tiny versions at 1 and 2 gloo processes, which
+checks the plumbing, not the speed. Every run goes through gpubench's own
+launcher (torchrun --standalone), as `gpubench run` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpubench import suite
+from gpubench.launch.local import LocalLauncher
+from gpubench.results import ResultsStore, new_run_id
+from gpubench.sweep import SweepPlan, run_sweep
+
+
+# --------------------------------------------------------------------------- published figures
+@dataclass(frozen=True)
+class Reference:
+    workload: str
+    metric: str           # the record field (or derived figure) compared
+    gpu: str              # regular expression on the upper-cased GPU name
+    precision: str | None  # None: any
+    value: float
+    label: str            # how the figure reads in the table
+    source: str
+
+
+REFERENCES = (
+    # The seeds: pytorch/examples mnist/main.py on Colab, one epoch "about 25 seconds vs
+    # 2 mins 30 seconds, if you have a Tesla T4 GPU" (the CPU figure is Colab's CPU).
+    Reference("mnist-ddp", "epoch_seconds", r"\bT4\b", None, 25.0, "T4 epoch 25 s",
+              "seeds: pytorch/examples MNIST, 1 epoch on a Colab T4 (with its DataLoader)"),
+    Reference("mnist-ddp", "epoch_seconds", r"^CPU$", None, 150.0, "CPU epoch 150 s",
+              "seeds: the same on Colab's CPU"),
+    # NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md,
+    # "Training performance results" (pytorch-21.03 NGC container, DALI, 1 GPU):
+    # DGX A100 80GB: TF32 938 img/s, mixed precision 2470 img/s;
+    # DGX-1 V100 16GB: FP32 367 img/s, mixed precision 1200 img/s.
+    # Our fp32 on Ampere and newer runs convolutions in TF32 (cudnn.allow_tf32 defaults on).
+    Reference("resnet-ddp", "images_per_s_per_gpu", r"A100", "fp32", 938.0, "A100 TF32 938 img/s",
+              "NVIDIA DeepLearningExamples RN50 v1.5 PyTorch, A100 80GB, TF32"),
+    Reference("resnet-ddp", "images_per_s_per_gpu", r"A100", "bf16", 2470.0, "A100 AMP 2,470 img/s",
+              "NVIDIA DeepLearningExamples RN50 v1.5 PyTorch, A100 80GB, AMP"),
+    Reference("resnet-ddp", "images_per_s_per_gpu", r"A100", "fp16", 2470.0, "A100 AMP 2,470 img/s",
+              "NVIDIA DeepLearningExamples RN50 v1.5 PyTorch, A100 80GB, AMP"),
+    Reference("resnet-ddp", "images_per_s_per_gpu", r"V100", "fp32", 367.0, "V100 FP32 367 img/s",
+              "NVIDIA DeepLearningExamples RN50 v1.5 PyTorch, V100 16GB, FP32"),
+    Reference("resnet-ddp", "images_per_s_per_gpu", r"V100", "fp16", 1200.0, "V100 AMP 1,200 img/s",
+              "NVIDIA DeepLearningExamples RN50 v1.5 PyTorch, V100 16GB, AMP"),
+    # nanoGPT README, "efficiency notes": bench.py (GPT-2 124M, 12 x 1024 tokens, bf16)
+    # goes from ~250 ms/iter to 135 ms/iter with torch.compile, on the A100s the README's
+    # runs use. 12*1024/0.135 = 91,022 tokens/s; x 854,770,176 FLOP/token (6N + 12LHQT)
+    # = 77.8 TFLOP/s = 24.9% of the A100's 312 bf16 TFLOP/s.
+    Reference("gpt-ddp", "mfu", r"A100", "bf16", 0.249, "A100 bf16 MFU 24.9%",
+              "nanoGPT README: bench.py 135 ms/iter compiled, A100, bf16 (MFU derived)"),
+)
+
+
+def references_for(workload: str) -> list[Reference]:
+    return [r for r in REFERENCES if r.workload == workload]
+
+
+def matches(ref: Reference, record: dict) -> bool:
+    return bool(re.search(ref.gpu, str(record.get("device_name") or record.get("gpu_name")).upper())) \
+        and ref.precision in (None, record.get("precision"))
+
+
+# --------------------------------------------------------------------------- the runs
+def gpu_plan(gpus: int) -> list[tuple[str, list[int], list[str]]]:
+    """Real sizes: the workloads' defaults, bf16 where the GPU computes it (T4: fp16)."""
+    return [
+        ("mnist-ddp", [1], []),  # one epoch
+        ("resnet-ddp", [1], ["--steps", "50", "--warmup", "10"]),
+        ("gpt-ddp", [1], ["--steps", "30", "--warmup", "5", "--compile"]),
+        ("recsys-ddp", [1], ["--steps", "300"]),
+        ("allreduce", [gpus], []),
+    ]
+
+
+def cpu_plan() -> list[tuple[str, list[int], list[str]]]:
+    """Tiny sizes for a CPU: minutes, not hours, at 1 and 2 gloo processes."""
+    return [
+        ("mnist-ddp", [1, 2], ["--steps", "30"]),
+        ("resnet-ddp", [1, 2], ["--steps", "10", "--depth", "18", "--width", "16",
+                                "--image-size", "64", "--batch-size", "16"]),
+        ("gpt-ddp", [1, 2], ["--steps", "10", "--n-layer", "2", "--n-head", "4", "--n-embd", "128",
+                             "--block-size", "128", "--vocab-size", "4096", "--batch-size", "4"]),
+        ("recsys-ddp", [1, 2], ["--steps", "100"]),
+        ("allreduce", [2], ["--steps", "5", "--max-bytes", str(16 << 20)]),
+    ]
+
+
+def precision_args(gpu_name: str, workload: str) -> list[str]:
+    if workload not in ("resnet-ddp", "gpt-ddp"):
+        return []
+    return ["--precision", "fp16" if re.search(r"\bT4\b|V100", gpu_name.upper()) else "bf16"]
+
+
+# --------------------------------------------------------------------------- the table
+def figures(record: dict) -> dict[str, float | None]:
+    tp = record.get("throughput") or 0.0
+    out = {
+        "throughput": tp,
+        "epoch_seconds": record["epoch_samples"] / tp if tp and record.get("epoch_samples") else None,
+        "images_per_s_per_gpu": tp / record["world_size"] if tp else None,
+        "mfu": record.get("mfu"),
+    }
+    return out
+
+
+def describe(record: dict) -> str:
+    w = record["workload"]
+    tp = record.get("throughput") or 0.0
+    unit = record.get("throughput_unit", "")
+    if record.get("status") != "ok":
+        return f"FAILED: {record.get('error')}"
+    if w == "mnist-ddp":
+        return f"{tp:,.0f} {unit}, epoch {record['epoch_samples'] / tp:.2f} s"
+    if w == "resnet-ddp":
+        return f"{tp:,.0f} {unit} ({tp / record['world_size']:,.0f}/GPU) {record['model']}"
+    if w == "gpt-ddp":
+        mfu = f"{record['mfu']:.1%}" if record.get("mfu") is not None else "n/a"
+        return (f"{tp:,.0f} tokens/s, {record['model_tflops_per_gpu']:.2f} TFLOP/s/GPU, MFU {mfu} "
+                f"({record['params'] / 1e6:.1f}M params)")
+    if w == "recsys-ddp":
+        return f"{tp:,.0f} {unit}, epoch {record['epoch_samples'] / tp:.2f} s"
+    if w == "allreduce":
+        return (f"peak busbw {record['peak_busbw']:.2f} GB/s at {record['peak_busbw_size']:,} B, "
+                f"algbw {record['peak_algbw']:.2f} GB/s")
+    return f"{tp:,.1f} {unit}"
+
+
+def print_table(records: list[dict]) -> None:
+    print()
+    print(f"{'workload':<11} {'gpus':>4} {'precision':<9} measured")
+    for r in records:
+        print(f"{r['workload']:<11} {r['gpu_count']:>4} {r.get('precision', ''):<9} {describe(r)}")
+        if r.get("status") != "ok" or r["gpu_count"] != 1:
+            continue
+        measured = figures(r)
+        refs = references_for(r["workload"])
+        same = [ref for ref in refs if matches(ref, r)]
+        for ref in same:
+            value = measured.get(ref.metric)
+            ratio = f"{value / ref.value:.2f}" if value else "n/a"
+            print(f"{'':<26}   measured / published = {ratio} ({ref.label})  [{ref.source}]")
+        others = sorted({ref.label for ref in refs} - {ref.label for ref in same})
+        if others:
+            print(f"{'':<26}   published for other GPUs/precisions: {'; '.join(others)}")
+        if r.get("gpu_sampling") == "nvml":
+            print(f"{'':<26}   GPU util mean {r['gpu_util_pct_mean'] or 0:.0f}% "
+                  f"(peak {r['gpu_util_pct_peak'] or 0:.0f}%), power mean "
+                  f"{r['gpu_power_w_mean'] or 0:.0f} W, peak allocated "
+                  f"{(r.get('peak_memory_bytes') or 0) / 2**30:.1f} GiB")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=None,
+                   help="keep the records in this directory (default: a temporary one)")
+    p.add_argument("--only", default=None, help="comma-separated workloads to run")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per run")
+    args = p.parse_args(argv)
+
+    launcher = LocalLauncher()
+    machine = launcher.machine()
+    on_gpu = machine.accelerator == "cuda" and machine.gpu_count > 0
+    plan = gpu_plan(machine.gpu_count) if on_gpu else cpu_plan()
+    if args.only:
+        wanted = set(args.only.split(","))
+        unknown = wanted - set(suite.suite_names())
+        if unknown:
+            print(f"error: unknown workload(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        plan = [step for step in plan if step[0] in wanted]
+    print(f"machine: {machine.instance_type} ({machine.gpu_name}); "
+          f"{'real sizes' if on_gpu else 'tiny sizes on the CPU: plumbing, not speed'}")
+
+    with tempfile.TemporaryDirectory(prefix="gpubench-suite-") as tmp:
+        directory = args.results or Path(tmp)
+        directory.mkdir(parents=True, exist_ok=True)
+        store = ResultsStore.for_writing(directory)
+        run_id = new_run_id()
+        records: list[dict] = []
+        for name, counts, extra in plan:
+            wargs = [*extra, *(precision_args(machine.gpu_name, name) if on_gpu else [])]
+            sweep = SweepPlan(suite.resolve(name), counts, wargs, run_id, args.timeout,
+                              invocation="benchmarks/workload_suite.py")
+            records += run_sweep(launcher, sweep, store, lambda line: None)
+            print(f"  {name}: {', '.join(r['status'] for r in records[-len(counts):])}", flush=True)
+        print_table(records)
+        if args.results:
+            print(f"\nrecords: {directory}/{run_id}.jsonl")
+    return 0 if all(r["status"] == "ok" for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

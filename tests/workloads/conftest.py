@@ -1,0 +1,46 @@
+"""Fixtures for the workload suite's tests: the workloads folder on sys.path
+(its scripts import their siblings by name, as they do on a remote machine),
+and a CPU sweep through gpubench's own launcher."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+if str(WORKLOADS) not in sys.path:
+    sys.path.insert(0, str(WORKLOADS))
+
+def one_thread_launcher():
+    """gpubench's local launcher, one thread per process: on a shared 2-core machine,
+    two OpenMP threads that spin-wait for each other make tiny runs several times slower."""
+    from gpubench.launch.local import LocalLauncher
+
+    class OneThread(LocalLauncher):
+        def environment(self, procs: int) -> dict[str, str]:
+            return {**super().environment(procs), "OMP_NUM_THREADS": "1"}
+
+    return OneThread(gpus=[])
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """Run a suite workload at 1 and 2 gloo processes on the CPU; return its records."""
+    from gpubench import suite
+    from gpubench.results import ResultsStore, new_run_id
+    from gpubench.sweep import SweepPlan, run_sweep
+
+    def run(name: str, args: list[str], counts=(1, 2), expect: str = "ok") -> list[dict]:
+        lines: list[str] = []
+        plan = SweepPlan(suite.resolve(name), list(counts), ["--warmup", "1", *args],
+                         new_run_id(), timeout=120)
+        (tmp_path / "results").mkdir(exist_ok=True)
+        store = ResultsStore.for_writing(tmp_path / "results")
+        records = run_sweep(one_thread_launcher(), plan, store, lines.append)
+        assert [r["status"] for r in records] == [expect] * len(counts), "\n".join(lines[-40:])
+        assert len(store.load().records) == len(counts)
+        return records
+
+    return run

@@ -1,0 +1,105 @@
+"""Every workload of the suite, run by gpubench's launcher at 1 and 2 gloo
+processes for a few steps, writes a valid record."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# what every record a suite workload writes must carry
+RECORD_KEYS = {
+    "schema_version", "time", "workload", "status", "gpu_name", "world_size", "nodes", "backend",
+    "precision", "batch_per_gpu", "global_batch", "steps", "wall_seconds", "median_step_s",
+    "p90_step_s", "throughput", "throughput_unit", "torch_version", "gpu_sampling",
+    "gpu_samples", "gpu_util_pct_mean", "gpu_util_pct_peak", "gpu_mem_used_bytes_mean",
+    "gpu_power_w_peak", "workload_argv", "provider", "gpu_count", "launch_command",
+}
+
+
+def check_record(record: dict, workload: str, world: int) -> None:
+    missing = RECORD_KEYS - record.keys()
+    assert not missing, f"record lacks {sorted(missing)}"
+    assert record["workload"] == workload
+    assert record["status"] == "ok" and record["error"] is None
+    assert record["world_size"] == world == record["gpu_count"]
+    assert record["backend"] == "gloo" and record["gpu_name"] == "cpu"
+    assert record["throughput"] > 0 and record["wall_seconds"] > 0
+    assert record["gpu_sampling"].startswith("off") and record["gpu_samples"] == 0
+
+
+def test_resnet(sweep):
+    records = sweep("resnet-ddp", ["--steps", "3", "--depth", "18", "--width", "4",
+                                   "--image-size", "32", "--num-classes", "10", "--batch-size", "4"])
+    for world, r in zip((1, 2), records):
+        check_record(r, "resnet-ddp", world)
+        assert r["throughput_unit"] == "images/s" and r["model"] == "resnet18"
+        assert r["global_batch"] == 4 * world and r["samples"] == 12 * world
+        assert r["memory_format"] == "channels_last"
+
+
+def test_gpt(sweep):
+    records = sweep("gpt-ddp", ["--steps", "3", "--n-layer", "1", "--n-head", "2", "--n-embd", "16",
+                                "--block-size", "16", "--vocab-size", "64", "--batch-size", "2",
+                                "--precision", "bf16"])
+    for world, r in zip((1, 2), records):
+        check_record(r, "gpt-ddp", world)
+        assert r["precision"] == "bf16" and r["throughput_unit"] == "tokens/s"
+        assert r["tokens_per_step"] == 2 * 16 * world
+        # N = 1 layer (12*16^2 + 2*16) + final LayerNorm 16 + wte 64*16 = 4,144
+        assert r["params"] == 4_144
+        assert r["flops_per_token"] == 6 * 4_144 + 12 * 1 * 2 * 8 * 16
+        assert r["model_tflops"] == pytest.approx(r["flops_per_token"] * r["tokens_per_s"] / 1e12)
+        assert r["mfu"] is None and r["peak_tflops_per_gpu"] is None  # no peak for a CPU
+
+
+def test_recsys_on_movielens_file(sweep, tmp_path):
+    rows = [f"{u},{m},{(u * m) % 10 / 2 + 0.5},0" for u in range(1, 9) for m in range(1, 9)]
+    (tmp_path / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" + "\n".join(rows) + "\n")
+    records = sweep("recsys-ddp", ["--steps", "3", "--batch-size", "8", "--data", str(tmp_path)])
+    for world, r in zip((1, 2), records):
+        check_record(r, "recsys-ddp", world)
+        assert (r["users"], r["movies"], r["ratings"]) == (8, 8, 64)
+        assert r["steps_per_epoch"] == 64 // world // 8
+
+
+def test_recsys_missing_data_is_one_clear_error(sweep, tmp_path):
+    [record] = sweep("recsys-ddp", ["--steps", "3", "--data", str(tmp_path / "absent")],
+                     counts=(1,), expect="failed")
+    assert record["error"] == f"error: no such ratings file or directory: {tmp_path / 'absent'}"
+
+
+def test_allreduce_curve(sweep):
+    records = sweep("allreduce", ["--steps", "3", "--max-bytes", "16384"])
+    for world, r in zip((1, 2), records):
+        check_record(r, "allreduce", world)
+        assert [row["size"] for row in r["curve"]] == [1024, 2048, 4096, 8192, 16384]
+        for row in r["curve"]:
+            assert row["algbw"] == pytest.approx(row["size"] / 1e9 / (row["time_us"] / 1e6))
+            assert row["busbw"] == pytest.approx(row["algbw"] * 2 * (world - 1) / world)
+        assert r["peak_busbw"] == max(row["busbw"] for row in r["curve"])
+        assert r["throughput"] == r["peak_algbw"]
+
+
+def test_mnist_profile_writes_a_tensorboard_trace(sweep, tmp_path):
+    # mnist-ddp at 1 and 2 processes is the foundation tests' business; here: --profile
+    traces = tmp_path / "traces"
+    [record] = sweep("mnist-ddp", ["--steps", "2", "--profile", str(traces)], counts=(2,))
+    check_record(record, "mnist-ddp", 2)
+    assert record["profile_dir"] == str(traces)
+    files = sorted(p.name.split(".")[0] for p in traces.glob("*.pt.trace.json"))
+    assert files == ["rank0", "rank1"]
+    trace = json.loads(next(traces.glob("rank1.*.pt.trace.json")).read_text())
+    assert trace["traceEvents"]
+
+
+def test_gpubench_workloads_lists_the_suite():
+    out = subprocess.run([sys.executable, "-m", "gpubench", "workloads"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    for name in ("mnist-ddp", "resnet-ddp", "gpt-ddp", "recsys-ddp", "allreduce"):
+        assert name in out
+    assert "MFU" in out and "busbw" in out

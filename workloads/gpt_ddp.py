@@ -1,0 +1,234 @@
+"""A GPT-2-small-shaped decoder language model (nanoGPT's) trained with
+DistributedDataParallel on synthetic tokens; tokens/s, model TFLOP/s and MFU.
+
+    python workloads/gpt_ddp.py --steps 50 --precision bf16                 # one process
+    torchrun --standalone --nproc_per_node=8 workloads/gpt_ddp.py --steps 100 --precision bf16 --compile
+    torchrun --nnodes=2 --nproc_per_node=8 --rdzv_backend=c10d \\
+        --rdzv_endpoint=HEAD:29500 workloads/gpt_ddp.py --steps 100 --precision bf16
+    python workloads/gpt_ddp.py --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 \\
+        --vocab-size 512 --batch-size 2 --steps 3                            # tiny, for a CPU
+
+The default shape is GPT-2 small (12 layers, 12 heads, 768 wide, 1024 tokens
+of context, vocabulary 50304: GPT-2's 50257 padded to a multiple of 64).
+Attention is F.scaled_dot_product_attention (flash attention where the GPU
+has it). Tokens are random ids made on the device, so the loop measures the
+model and the all-reduce. An "epoch" is OpenWebText's ~9B training tokens;
+without --steps or --epochs the run is 50 steps after the warm-up.
+
+Model FLOPs per token are the PaLM / nanoGPT count, 6*N + 12*L*H*Q*T
+(metrics.gpt_flops_per_token); MFU is the achieved model FLOP/s of one GPU
+over its peak dense tensor-core figure at the precision (metrics.PEAK_TFLOPS).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import harness
+import metrics
+
+WORKLOAD = "gpt-ddp"
+DEFAULT_BATCH = 8  # sequences per GPU; nanoGPT uses 12 with gradient accumulation
+OPENWEBTEXT_TRAIN_TOKENS = 9_035_582_198  # nanoGPT's prepared train.bin
+DEFAULT_STEPS = 50  # without --steps or --epochs (an epoch is days of GPU time)
+
+
+@dataclass
+class GPTConfig:
+    block_size: int = 1024
+    vocab_size: int = 50304
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    dropout: float = 0.0
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=False)
+        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=False)
+        self.dropout = cfg.dropout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           dropout_p=self.dropout if self.training else 0.0)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False)
+        self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c_proj(F.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.n_embd, bias=False)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=False)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=False)
+        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight  # weight tying, as GPT-2
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():  # GPT-2's scaled init of the residual projections
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """Parameters, without the position embedding by default (nanoGPT's N):
+        the token embedding is counted once, as the tied output projection."""
+        n = sum(p.numel() for p in self.parameters())
+        return n - self.wpe.weight.numel() if non_embedding else n
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        T = idx.shape[1]
+        pos = torch.arange(T, dtype=torch.long, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+class Trainer:
+    """One DDP replica: AdamW (nanoGPT's settings) on random token sequences."""
+
+    def __init__(self, ctx: harness.Dist, args, cfg: GPTConfig) -> None:
+        self.ctx = ctx
+        self.args = args
+        model = GPT(cfg).to(ctx.device)
+        self.n_params = model.num_params()
+        self.model = DDP(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
+        if args.compile:
+            self.model = torch.compile(self.model)
+        decay = [p for p in model.parameters() if p.dim() >= 2]
+        no_decay = [p for p in model.parameters() if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=6e-4, betas=(0.9, 0.95), fused=ctx.device.type == "cuda")
+        self.scaler = harness.grad_scaler(ctx, args.precision)
+        g = torch.Generator(device=ctx.device).manual_seed(args.seed + ctx.rank)
+        # one extra token per row: the targets are the inputs shifted by one
+        self.tokens = torch.randint(0, cfg.vocab_size, (4, args.batch_size, cfg.block_size + 1),
+                                    generator=g, device=ctx.device)
+
+    def step(self, step: int) -> None:
+        batch = self.tokens[step % len(self.tokens)]
+        x, y = batch[:, :-1], batch[:, 1:]
+        self.optimizer.zero_grad(set_to_none=True)
+        with harness.autocast(self.ctx, self.args.precision):
+            loss = self.model(x, y)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.common_parser(__doc__.splitlines()[0], DEFAULT_BATCH)
+    defaults = GPTConfig()
+    parser.add_argument("--n-layer", type=int, default=defaults.n_layer)
+    parser.add_argument("--n-head", type=int, default=defaults.n_head)
+    parser.add_argument("--n-embd", type=int, default=defaults.n_embd)
+    parser.add_argument("--block-size", type=int, default=defaults.block_size,
+                        help="tokens per sequence")
+    parser.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
+    parser.add_argument("--tf32", action="store_true",
+                        help="let fp32 matmuls use TF32 tensor cores (MFU is then against the TF32 peak)")
+    parser.set_defaults(epochs=None)
+    args = parser.parse_args(argv)
+    harness.check_positive(args, parser)
+    if args.data != "synthetic":
+        parser.error("--data: gpt-ddp runs on synthetic tokens only")
+    if min(args.n_layer, args.n_head, args.n_embd, args.block_size, args.vocab_size) < 1:
+        parser.error("model sizes must be positive")
+    if args.n_embd % args.n_head:
+        parser.error("--n-embd must be a multiple of --n-head")
+    cfg = GPTConfig(args.block_size, args.vocab_size, args.n_layer, args.n_head, args.n_embd)
+    torch.manual_seed(args.seed)
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    ctx = harness.setup_distributed()
+    try:
+        trainer = Trainer(ctx, args, cfg)
+        tokens_per_step = args.batch_size * cfg.block_size * ctx.world_size
+        steps_per_epoch = max(1, OPENWEBTEXT_TRAIN_TOKENS // tokens_per_step)
+        steps = (args.steps if args.steps is not None
+                 else args.epochs * steps_per_epoch if args.epochs is not None else DEFAULT_STEPS)
+        timer = harness.measure(ctx, args, trainer.step, steps)
+
+        # Model FLOPs per token: 6*N (2 FLOPs per multiply-add, forward + backward = 3x the
+        # forward) + 12*L*H*Q*T (attention scores and their weighted sum). MFU: the model
+        # FLOP/s of one GPU over its peak. Tokens/s comes from the measured window only.
+        head_dim = cfg.n_embd // cfg.n_head
+        flops_per_token = metrics.gpt_flops_per_token(trainer.n_params, cfg.n_layer, cfg.n_head,
+                                                      head_dim, cfg.block_size)
+        record = harness.build_record(
+            ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
+            samples_per_step=tokens_per_step, epoch_samples=OPENWEBTEXT_TRAIN_TOKENS,
+            unit="tokens/s",
+            extra={"model": "gpt", **asdict(cfg), "params": trainer.n_params, "data": "synthetic",
+                   "sequences_per_gpu": args.batch_size, "tokens_per_step": tokens_per_step,
+                   "steps_per_epoch": steps_per_epoch, "epochs": steps / steps_per_epoch,
+                   "tf32": args.tf32, "flops_per_token": flops_per_token,
+                   "flops_formula": "6*N + 12*L*H*Q*T (PaLM appendix B, nanoGPT estimate_mfu)"},
+        )
+        tokens_per_s = record["throughput"] or 0.0
+        tokens_per_s_per_gpu = tokens_per_s / ctx.world_size
+        peak = metrics.peak_tflops(record["gpu_name"], args.precision, tf32=args.tf32) \
+            if ctx.device.type == "cuda" else None
+        record.update({
+            "tokens_per_s": tokens_per_s,
+            "tokens_per_s_per_gpu": tokens_per_s_per_gpu,
+            "model_tflops": flops_per_token * tokens_per_s / metrics.TERA,
+            "model_tflops_per_gpu": flops_per_token * tokens_per_s_per_gpu / metrics.TERA,
+            "peak_tflops_per_gpu": peak,
+            "mfu": metrics.mfu(flops_per_token, tokens_per_s_per_gpu, peak),
+        })
+        harness.emit_record(ctx, args, record)
+        if ctx.is_main:
+            mfu = f"{record['mfu']:.1%}" if record["mfu"] is not None else "n/a (no peak for this device)"
+            print(f"gpt-ddp: {record['model_tflops_per_gpu']:.2f} model TFLOP/s per GPU, MFU {mfu}",
+                  flush=True)
+        return 0
+    finally:
+        harness.teardown_distributed()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
