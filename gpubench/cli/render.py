@@ -28,7 +28,7 @@ def check_format(fmt: str, allowed: Sequence[str] = FORMATS) -> str:
     return fmt
 
 
-def _cell(value, digits: int = 3) -> str:
+def format_cell(value, digits: int = 3) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -56,7 +56,7 @@ def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,
             writer.writerow(["" if row.get(k) is None else row.get(k) for k in keys])
         return buf.getvalue().rstrip("\n")
     headings = [h for _, h in columns]
-    cells = [[_cell(row.get(k)) for k in keys] for row in rows]
+    cells = [[format_cell(row.get(k)) for k in keys] for row in rows]
     if fmt == "markdown":
         from tabulate import tabulate
 

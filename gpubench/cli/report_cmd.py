@@ -1,60 +1,186 @@
-"""`gpubench report`: the speedup and cost table computed from result records."""
+"""`gpubench report`: speedup and cost tables, plots and an HTML page from result records.
+
+pandas and matplotlib are imported inside the functions, so that importing the
+CLI stays fast.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import typer
 
 from gpubench.cli.render import check_format, err, out, render_rows
+from gpubench.errors import UsageError
 from gpubench.results import ResultsStore
 
-REPORT_TABLE = [
-    ("workload", "workload"), ("provider", "provider"), ("gpu_name", "gpu"),
-    ("precision", "precision"), ("gpu_count", "gpus"), ("throughput", "throughput"),
-    ("throughput_unit", "unit"), ("speedup", "speedup"), ("efficiency", "efficiency"),
-    ("price_per_hour", "$/h"), ("epoch_seconds", "epoch s"), ("cost_per_epoch", "$/epoch"),
-]
-REPORT_MACHINE = REPORT_TABLE[:3] + [("instance_type", "instance")] + REPORT_TABLE[3:] + [
-    ("cost_per_million_samples", "$/M samples"), ("samples_per_dollar", "samples/$"),
-    ("median_step_s", "median_step_s"), ("run_id", "run_id")]
+PLOT_FORMATS = ("png", "svg", "both")
+
+BASELINE_HELP = (
+    "What speedup and efficiency are relative to. A GPU count (default 1: the 1-GPU record "
+    "of the same workload on the same machine type), 'min' (the smallest GPU count of each "
+    "machine type), or a machine: a provider, a GPU or provider:gpu, optionally @COUNT "
+    "(e.g. 'lambda:A100@1': every configuration against one A100 on Lambda; efficiency is "
+    "then speedup per GPU added).")
+COMPARE_HELP = (
+    "Two providers (lambda vast), two GPU types (H100 A100; part of the GPU name is enough) "
+    "or two machines (lambda:H100 runpod:H100) side by side, matched on workload, precision "
+    "and GPU count (and GPU, when comparing providers).")
 
 
-def render_report(records: list[dict], fmt: str, workload: str | None = None) -> str:
-    from gpubench.report.compute import build_report, report_rows
+def render_report(records, fmt: str, workload: str | None = None, *,
+                  baseline: str | None = None, compare: tuple[str, str] | None = None,
+                  notes_out=None) -> str:
+    """The report as text in `fmt`. Notes (repeats, unknown prices) end the text in
+    table and markdown; for csv and json they go to `notes_out` (default stderr)."""
+    from gpubench.report.compute import as_frame, build_report, parse_baseline
 
-    report = build_report(records)
-    rows = report_rows(report)
-    if workload is not None:
-        rows = [r for r in rows if r["workload"] == workload]
-    columns = REPORT_TABLE if fmt in ("table", "markdown") else REPORT_MACHINE
-    text = render_rows(rows, columns, fmt, title="gpubench report")
-    if fmt in ("table", "markdown"):
-        for note in report.notes:
-            text += f"\nnote: {note}"
-        failed = report.failed
-        if workload is not None:
-            failed = failed[failed["workload"] == workload]
-        for _, row in failed.iterrows():
-            text += (f"\nfailed: {row['workload']} at {row['gpu_count']} GPUs on "
-                     f"{row['provider']}: {row.get('error')}")
-    return text
+    frame = as_frame(records)
+    report = build_report(frame, parse_baseline(baseline, frame))
+    return render_built(report, fmt, workload, compare, notes_out)
+
+
+def render_built(report, fmt: str, workload: str | None = None,
+                 compare: tuple[str, str] | None = None, notes_out=None) -> str:
+    if compare:
+        return _render_compare(report, compare, fmt, notes_out)
+    return _render_sections(report, fmt, workload, notes_out)
+
+
+def _render_sections(report, fmt: str, workload: str | None, notes_out) -> str:
+    from gpubench.report.tables import MACHINE_COLUMNS, machine_rows, workload_sections
+
+    if fmt in ("csv", "json"):
+        _notes(report.notes, notes_out)
+        return render_rows(machine_rows(report, workload), MACHINE_COLUMNS, fmt)
+    parts = []
+    for section in workload_sections(report, workload):
+        parts.append(_render_table(section, fmt))
+    notes = report.notes + [f"speedup is relative to {report.baseline.describe()}"]
+    return "\n\n".join(parts + ["\n".join(f"note: {n}" for n in notes)])
+
+
+def _render_compare(report, compare: tuple[str, str], fmt: str, notes_out) -> str:
+    from gpubench.report.tables import compare_machine_rows
+
+    comparison, section = _comparison(report, compare)
+    if fmt in ("csv", "json"):
+        _notes(report.notes, notes_out)
+        rows = compare_machine_rows(comparison)
+        return render_rows(rows, [(k, k) for k in comparison.rows.columns], fmt)
+    return _render_table(section, fmt) + "".join(f"\nnote: {n}" for n in report.notes)
+
+
+def _comparison(report, compare: tuple[str, str]):
+    from gpubench.report.compare import compare as compare_rows
+    from gpubench.report.selectors import parse_selector
+    from gpubench.report.tables import compare_section
+
+    a, b = (parse_selector(text, report.rows, "--compare") for text in compare)
+    comparison = compare_rows(report.rows, a, b)
+    if comparison.rows.empty:
+        raise UsageError(f"--compare: no configuration of '{a.text}' or '{b.text}' "
+                         "ran successfully in these records")
+    return comparison, compare_section(comparison)
+
+
+def _render_table(section, fmt: str) -> str:
+    if fmt == "markdown":
+        return f"### {section.title}\n\n" + render_rows(section.rows, section.columns, fmt)
+    return render_rows(section.rows, section.columns, fmt, title=section.title)
+
+
+def _notes(notes: list[str], stream) -> None:
+    import sys
+
+    for note in notes:
+        print(f"note: {note}", file=stream or sys.stderr, flush=True)
+
+
+def _need_matplotlib(flag: str) -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(f"{flag} needs matplotlib, which is not installed: "
+                         "pip install 'gpubench[plots]'") from None
 
 
 def report(
     results: Optional[Path] = typer.Option(None, "--results", help="Results directory [default: ./results]."),
     fmt: str = typer.Option("table", "--format", help="table, markdown, csv or json."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="Only this workload."),
+    run: Optional[List[str]] = typer.Option(None, "--run", metavar="ID",
+                                            help="Only records of this run (a unique prefix is enough); repeatable."),
+    since: Optional[str] = typer.Option(None, "--since", metavar="DATE",
+                                        help="Only records made at or after DATE: 2026-01-31, 2026-01-31T12:00 (UTC), or an age: 12h, 7d, 2w."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help=BASELINE_HELP),
+    compare: Optional[Tuple[str, str]] = typer.Option(None, "--compare", metavar="A B", help=COMPARE_HELP),
+    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE",
+                                        help="Also write one self-contained HTML page: tables and plots inlined, opens offline."),
+    plot: Optional[Path] = typer.Option(None, "--plot", metavar="DIR",
+                                        help="Also write figures per workload into DIR: throughput, efficiency, cost against time."),
+    plot_format: str = typer.Option("png", "--plot-format", help="png, svg or both."),
 ) -> None:
-    """Throughput, speedup, efficiency and cost per workload and machine type."""
+    """Throughput, speedup, efficiency and cost per workload, GPU, provider and precision.
+
+    Marks the fastest configuration of each workload and the cheapest (the least money
+    for the same amount of work; a machine without a price has an unknown cost, never 0).
+    Failed runs are listed, never counted; of repeated runs of one configuration the
+    latest wins. Tokens replace samples for workloads that measure tokens/s.
+    The columns of a long history (64 MB of records and up) are cached in the state
+    directory, so the next report reads only the files that changed.
+    """
     check_format(fmt)
-    loaded = ResultsStore.existing(results).load()
+    if plot_format not in PLOT_FORMATS:
+        raise UsageError(f"--plot-format: '{plot_format}' is not one of {', '.join(PLOT_FORMATS)}")
+    if html is not None:
+        _need_matplotlib("--html")
+    if plot is not None:
+        _need_matplotlib("--plot")
+    from gpubench.report.filters import filter_records, parse_since
+    from gpubench.report.cache import load_frame_cached
+
+    since_text = parse_since(since) if since else None
+    loaded = load_frame_cached(ResultsStore.existing(results))
     for warning in loaded.warnings:
         err(f"warning: {warning}")
-    if not loaded.records and fmt in ("table", "markdown"):
-        err(f"no result records in {results or 'results'}; run 'gpubench run mnist-ddp' first")
-        raise typer.Exit(1)
-    out(render_report(loaded.records, fmt))
+    frame = filter_records(loaded.frame, run, since_text)
+    if workload is not None:
+        if workload not in set(frame["workload"]):
+            raise UsageError(f"--workload: no records of '{workload}' in {results or 'results'}")
+        frame = frame[frame["workload"] == workload]
+    if frame.empty and fmt in ("csv", "json") and not compare:
+        err(f"note: no result records {'matching these filters ' if (run or since) else ''}"
+            f"in {results or 'results'}")
+        out(render_report(frame, fmt))  # an empty list for the program reading it
+        return
+    if frame.empty:
+        what = "matching these filters " if (run or since) else ""
+        raise UsageError(f"no result records {what}in {results or 'results'}; "
+                         "run 'gpubench run mnist-ddp' first")
+    from gpubench.report.compute import build_report, parse_baseline
+
+    built = build_report(frame, parse_baseline(baseline, frame))
+    compare = tuple(compare) if compare else None
+    out(render_built(built, fmt, workload, compare))
+    _write_extras(built, html, plot, plot_format, compare)
+
+
+def _write_extras(report, html: Path | None, plot: Path | None, plot_format: str,
+                  compare: tuple[str, str] | None) -> None:
+    if plot is not None:
+        from gpubench.report.plots import write_plots
+
+        formats = ("png", "svg") if plot_format == "both" else (plot_format,)
+        written = write_plots(report, plot, formats)
+        err(f"wrote {len(written)} figure(s) to {plot}")
+    if html is not None:
+        from gpubench.report.html import write_html
+
+        extra = [_comparison(report, compare)[1]] if compare else None
+        write_html(report, html, extra)
+        err(f"wrote {html}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,1 +1,12 @@
-"""Reports computed from result records alone (pandas, imported lazily by callers)."""
+"""Reports computed from result records alone (pandas and matplotlib, imported
+lazily by the CLI).
+
+normalise  records of any schema version -> one DataFrame of the columns a report uses
+filters    --run and --since
+selectors  naming a provider, a GPU or provider:gpu on the command line
+compute    speedup, efficiency, cost, the cheapest/fastest marks, the Pareto front
+compare    two providers or GPU types side by side
+tables     what each output shows: rows and headings for people and for programs
+plots      matplotlib figures per workload
+html       one self-contained page: the tables and the figures inlined
+"""

@@ -1,9 +1,13 @@
 """Throughput, speedup, efficiency and cost from result records.
 
-Speedup and efficiency are measured against the 1-GPU record of the same
-workload on the same machine type (provider, instance type, GPU, precision).
-Only successful runs enter the arithmetic; for repeated runs of one
-configuration the latest record wins.
+By default speedup and efficiency are measured against the 1-GPU record of
+the same workload on the same machine type (provider, instance type, GPU,
+precision); `Baseline` chooses another GPU count or another machine. Only
+successful runs enter the arithmetic; failed ones are listed beside it. For
+repeated runs of one configuration the latest record wins.
+
+Cost is price x time, so an unknown price gives an unknown cost (NaN, shown
+as "unknown"), never zero; a price of 0.0 (the local machine) is a real zero.
 """
 
 from __future__ import annotations
@@ -11,75 +15,196 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
-GROUP_KEYS = ["workload", "provider", "instance_type", "gpu_name", "precision"]
-CONFIG_KEYS = GROUP_KEYS + ["gpu_count"]
+from gpubench.errors import UsageError
+from gpubench.report.normalise import records_frame
+from gpubench.report.selectors import Selector, parse_selector
+
+# A machine type running one workload the same way; the workload's own
+# arguments (batch size, steps) are part of "the same way".
+GROUP_KEYS = ["workload", "workload_args", "provider", "instance_type", "gpu_name", "precision"]
+CONFIG_KEYS = GROUP_KEYS + ["gpu_count", "nodes"]
 
 REPORT_COLUMNS = [
-    "workload", "provider", "instance_type", "gpu_name", "precision", "gpu_count",
-    "throughput", "throughput_unit", "speedup", "efficiency", "price_per_hour",
-    "epoch_seconds", "cost_per_epoch", "cost_per_million_samples", "samples_per_dollar",
-    "median_step_s", "run_id",
+    "workload", "workload_args", "provider", "instance_type", "gpu_name", "precision", "gpu_count",
+    "nodes", "status", "throughput", "throughput_unit", "work_unit", "speedup", "efficiency",
+    "baseline", "price_per_hour", "epoch_seconds", "cost_per_epoch",
+    "cost_per_million_samples", "samples_per_dollar", "cheapest", "fastest", "pareto",
+    "median_step_s", "run_id", "time", "error",
 ]
+FAILED_COLUMNS = CONFIG_KEYS + ["status", "run_id", "time", "error", "failures"]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What speedup is relative to: the record at `count` GPUs (None: the
+    smallest count present) of the same machine type, or of the machine
+    `selector` names (then across machines: e.g. every GPU against one A100)."""
+
+    count: int | None = 1
+    selector: Selector | None = None
+
+    def describe(self) -> str:
+        at = "the smallest GPU count" if self.count is None else f"{self.count} GPU"
+        where = f" on {self.selector.text}" if self.selector else " of the same machine type"
+        return at + where
+
+
+def parse_baseline(text: str | None, frame: pd.DataFrame) -> Baseline:
+    """'1', '4', 'min', 'lambda', 'H100', 'lambda:H100', 'lambda:H100@1'."""
+    if text is None or not text.strip():
+        return Baseline()
+    word, _, count_text = text.strip().partition("@")
+    if count_text:
+        if not count_text.isdigit() or int(count_text) < 1:
+            raise UsageError(f"--baseline: '{count_text}' is not a GPU count (example: lambda:H100@1)")
+    if word == "min":
+        return Baseline(count=None)
+    if word.isdigit():
+        if int(word) < 1:
+            raise UsageError("--baseline: GPU counts start at 1")
+        return Baseline(count=int(word))
+    count = int(count_text) if count_text else 1
+    return Baseline(count=count, selector=parse_selector(word, frame, "--baseline"))
 
 
 @dataclass
 class Report:
-    rows: pd.DataFrame
-    failed: pd.DataFrame
+    rows: pd.DataFrame  # one row per configuration, REPORT_COLUMNS
+    failed: pd.DataFrame  # the latest failure of each configuration, FAILED_COLUMNS
     notes: list[str] = field(default_factory=list)
+    baseline: Baseline = field(default_factory=Baseline)
 
 
-def records_frame(records: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame.from_records(records)
-    defaults = {"status": "ok", "precision": "fp32", "instance_type": "", "provider": "",
-                "gpu_name": "", "throughput_unit": "samples/s", "price_per_hour": None,
-                "epoch_samples": None, "time": "", "run_id": "", "median_step_s": None,
-                "error": None, "gpu_count": None, "throughput": None}
-    for column, value in defaults.items():
-        if column not in frame.columns:
-            frame[column] = value
-    frame["precision"] = frame["precision"].fillna("fp32")
-    for column in ("instance_type", "provider", "gpu_name", "time", "run_id"):
-        frame[column] = frame[column].fillna("").astype(str)
-    for column in ("throughput", "price_per_hour", "epoch_samples", "median_step_s"):
-        frame[column] = pd.to_numeric(frame[column], errors="coerce")
-    frame["gpu_count"] = pd.to_numeric(frame["gpu_count"], errors="coerce")
-    return frame
+def as_frame(records) -> pd.DataFrame:
+    return records if isinstance(records, pd.DataFrame) else records_frame(list(records))
 
 
-def build_report(records: list[dict]) -> Report:
-    if not records:
-        return Report(pd.DataFrame(columns=REPORT_COLUMNS), pd.DataFrame(columns=CONFIG_KEYS + ["error"]))
-    frame = records_frame(records)
+def build_report(records, baseline: Baseline | None = None) -> Report:
+    """`records`: result dicts, or a frame from normalise.records_frame."""
+    baseline = baseline or Baseline()
+    frame = as_frame(records)
+    if frame.empty:
+        return Report(pd.DataFrame(columns=REPORT_COLUMNS), pd.DataFrame(columns=FAILED_COLUMNS),
+                      [], baseline)
+    notes: list[str] = []
     usable = (frame["status"] == "ok") & frame["throughput"].gt(0) & frame["gpu_count"].ge(1)
-    failed = frame[~usable]
+    failed = _failed(frame[~usable])
+
     ok = frame[usable].sort_values("time", kind="stable")
     latest = ok.drop_duplicates(CONFIG_KEYS, keep="last").copy()
-    notes = []
-    dropped = len(ok) - len(latest)
-    if dropped:
-        notes.append(f"{dropped} repeated record(s) of the same configuration: the latest of each is shown")
+    repeated = len(ok) - len(latest)
+    if repeated:
+        notes.append(f"{repeated} repeated record(s) of the same configuration: "
+                     "the latest of each is shown")
+    latest["gpu_count"] = latest["gpu_count"].astype(int)
+    latest["nodes"] = latest["nodes"].astype(int)
 
-    baseline = (latest[latest["gpu_count"] == 1]
-                .set_index(GROUP_KEYS)["throughput"].rename("baseline_throughput"))
-    latest = latest.join(baseline, on=GROUP_KEYS)
+    latest = _speedup(latest, baseline, notes)
+    latest = _costs(latest)
+    latest = _marks(latest)
+    unpriced = latest["price_per_hour"].isna().sum()
+    if unpriced:
+        notes.append(f"{unpriced} configuration(s) have no price on record: their cost is unknown")
+    latest["baseline"] = baseline.describe()
+    rows = latest.sort_values(GROUP_KEYS + ["gpu_count", "nodes"], kind="stable")[REPORT_COLUMNS]
+    return Report(rows.reset_index(drop=True), failed, notes, baseline)
+
+
+def _failed(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.empty:
+        return pd.DataFrame(columns=FAILED_COLUMNS)
+    frame = frame.sort_values("time", kind="stable").copy()
+    frame["status"] = "failed"
+    frame["error"] = frame["error"].where(frame["error"].notna(), "no throughput in the record")
+    keys = [frame[k].fillna(-1) if k in ("gpu_count", "nodes") else frame[k] for k in CONFIG_KEYS]
+    frame["failures"] = frame.groupby(keys, sort=False)["status"].transform("size")
+    last = frame.drop_duplicates(CONFIG_KEYS, keep="last")
+    return last.sort_values(GROUP_KEYS + ["gpu_count"], kind="stable")[FAILED_COLUMNS].reset_index(drop=True)
+
+
+def _speedup(latest: pd.DataFrame, baseline: Baseline, notes: list[str]) -> pd.DataFrame:
+    if baseline.selector is None:
+        keys = GROUP_KEYS
+        pool = latest[latest["nodes"] == 1]
+    else:
+        keys = ["workload", "workload_args", "precision"]
+        pool = latest[baseline.selector.mask(latest)]
+    if baseline.count is None:
+        pool = pool[pool["gpu_count"] == pool.groupby(keys)["gpu_count"].transform("min")]
+    else:
+        pool = pool[pool["gpu_count"] == baseline.count]
+    if baseline.selector is not None:
+        clash = pool[pool.duplicated(keys, keep=False)]
+        if not clash.empty:
+            row = clash.iloc[0]
+            names = sorted(set(clash["provider"] + ":" + clash["gpu_name"]))
+            raise UsageError(f"--baseline: '{baseline.selector.text}' matches several machines for "
+                             f"{row['workload']} ({', '.join(names)}); name one as provider:gpu")
+    base = pool.set_index(keys)[["throughput", "gpu_count"]].rename(
+        columns={"throughput": "baseline_throughput", "gpu_count": "baseline_gpu_count"})
+    latest = latest.join(base, on=keys)
     latest["speedup"] = latest["throughput"] / latest["baseline_throughput"]
-    latest["efficiency"] = latest["speedup"] / latest["gpu_count"]
-    latest["epoch_seconds"] = latest["epoch_samples"] / latest["throughput"]
+    latest["efficiency"] = latest["speedup"] / (latest["gpu_count"] / latest["baseline_gpu_count"])
+    missing = latest[latest["baseline_throughput"].isna()].drop_duplicates(keys)
+    for _, row in missing.iterrows():
+        where = (f"{row['workload']} on {row['provider']} {row['gpu_name']} {row['precision']}"
+                 if baseline.selector is None else f"{row['workload']} {row['precision']}")
+        notes.append(f"no baseline record ({baseline.describe()}) for {where}: speedup unknown")
+    return latest
+
+
+def _costs(latest: pd.DataFrame) -> pd.DataFrame:
+    unit = latest["throughput_unit"].str.replace(r"/s$", "", regex=True)
+    latest["work_unit"] = unit.where(unit != "", "samples")
     price_per_second = latest["price_per_hour"] / 3600.0
+    latest["epoch_seconds"] = latest["epoch_samples"] / latest["throughput"]
     latest["cost_per_epoch"] = price_per_second * latest["epoch_seconds"]
     latest["cost_per_million_samples"] = price_per_second * 1e6 / latest["throughput"]
-    dollars_per_sample = price_per_second / latest["throughput"]
-    latest["samples_per_dollar"] = (1.0 / dollars_per_sample).where(dollars_per_sample > 0)
-    latest["gpu_count"] = latest["gpu_count"].astype(int)
-    rows = latest.sort_values(GROUP_KEYS + ["gpu_count"], kind="stable")[REPORT_COLUMNS]
-    return Report(rows.reset_index(drop=True), failed, notes)
+    # At a price of 0 the work per dollar is unbounded: inf, shown as such.
+    with np.errstate(divide="ignore"):
+        latest["samples_per_dollar"] = latest["throughput"] / price_per_second
+    return latest
+
+
+def pareto_front(seconds, dollars) -> np.ndarray:
+    """Which points no other point beats on both time and cost (NaN cost: never).
+    A point equal to an earlier one on both is not repeated on the front."""
+    seconds = np.asarray(seconds, dtype=float)
+    dollars = np.asarray(dollars, dtype=float)
+    front = np.zeros(len(seconds), dtype=bool)
+    known = np.flatnonzero(~np.isnan(seconds) & ~np.isnan(dollars))
+    best = math.inf
+    for i in known[np.lexsort((dollars[known], seconds[known]))]:
+        if dollars[i] < best:
+            front[i] = True
+            best = dollars[i]
+    return front
+
+
+def _marks(latest: pd.DataFrame) -> pd.DataFrame:
+    """Per workload: the fastest configuration, the cheapest for the same amount
+    of work, and the cost/time Pareto front (the same for any fixed amount)."""
+    latest["fastest"] = False
+    latest["cheapest"] = False
+    latest["pareto"] = False
+    for _, group in latest.groupby("workload", sort=False):
+        latest.loc[group["throughput"].idxmax(), "fastest"] = True
+        cost = group["cost_per_million_samples"]
+        if cost.notna().any():
+            # Of equally cheap configurations (several free local ones) the fastest.
+            priced = group[cost.notna()].sort_values(
+                ["cost_per_million_samples", "throughput"], ascending=[True, False], kind="stable")
+            latest.loc[priced.index[0], "cheapest"] = True
+        front = pareto_front(1e6 / group["throughput"], cost)
+        latest.loc[group.index[front], "pareto"] = True
+    return latest
 
 
 def json_ready(value):
-    """NaN and missing values become None, numpy scalars plain Python."""
+    """NaN, inf and missing values become None, numpy scalars plain Python."""
     if value is None:
         return None
     if hasattr(value, "item"):
@@ -89,5 +214,12 @@ def json_ready(value):
     return value
 
 
-def report_rows(report: Report) -> list[dict]:
-    return [{k: json_ready(v) for k, v in row.items()} for row in report.rows.to_dict("records")]
+def report_rows(report: Report, include_failed: bool = False) -> list[dict]:
+    """Rows as plain dicts; with include_failed the failures follow, status 'failed'."""
+    rows = [{k: json_ready(v) for k, v in row.items()} for row in report.rows.to_dict("records")]
+    if include_failed:
+        for row in report.failed.to_dict("records"):
+            item = {k: None for k in REPORT_COLUMNS}
+            item.update({k: json_ready(v) for k, v in row.items()})
+            rows.append(item)
+    return rows

@@ -1,0 +1,127 @@
+"""What a report shows, as sections of rows and columns, for every output.
+
+Machine formats (csv, json) get one flat list with every column and raw
+values (unknown = null/empty). Tables for people (terminal, markdown, HTML)
+get one section per workload with its unit in the headings, "unknown" for a
+cost without a price, and the cheapest and fastest configuration marked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from gpubench.report.compare import Comparison
+from gpubench.report.compute import Report, json_ready, report_rows
+
+MACHINE_COLUMNS = [(c, c) for c in (
+    "workload", "workload_args", "provider", "instance_type", "gpu_name", "precision", "gpu_count",
+    "nodes", "status", "throughput", "throughput_unit", "work_unit", "speedup", "efficiency", "baseline",
+    "price_per_hour", "epoch_seconds", "cost_per_epoch", "cost_per_million_samples",
+    "samples_per_dollar", "cheapest", "fastest", "pareto", "median_step_s", "run_id", "time",
+    "error", "failures")]
+COMPARE_MACHINE_KEYS = ["a", "b", "workload", "gpu_name", "precision", "gpu_count"]
+COST_KEYS = ("cost_per_epoch", "cost_per_million_samples", "samples_per_dollar")
+UNKNOWN = "unknown"
+
+
+@dataclass
+class Section:
+    title: str
+    columns: list[tuple[str, str]]  # (key, heading)
+    rows: list[dict]
+
+
+def machine_rows(report: Report, workload: str | None = None) -> list[dict]:
+    rows = report_rows(report, include_failed=True)
+    return [r for r in rows if workload is None or r["workload"] == workload]
+
+
+def short_gpu(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': the vendor is in every name."""
+    return re.sub(r"^(NVIDIA|AMD)\s+(GeForce\s+)?", "", name) or name
+
+
+def _display(row: dict) -> dict:
+    shown = dict(row)
+    if row.get("price_per_hour") is None:
+        shown["price_per_hour"] = UNKNOWN
+        for key in COST_KEYS:
+            shown[key] = UNKNOWN
+    elif row.get("price_per_hour") == 0 and row.get("samples_per_dollar") is None:
+        shown["samples_per_dollar"] = "∞"  # free machine: unbounded work per dollar
+    if row.get("epoch_seconds") is None and shown.get("cost_per_epoch") == UNKNOWN:
+        shown["cost_per_epoch"] = None  # no epoch size: not a price question
+    if row.get("gpu_name"):
+        shown["gpu_name"] = short_gpu(row["gpu_name"])
+    marks = [m for m in ("fastest", "cheapest") if row.get(m)]
+    shown["best"] = ", ".join(marks)
+    return shown
+
+
+def workload_sections(report: Report, workload: str | None = None) -> list[Section]:
+    """One table per workload, then the failed runs."""
+    rows = report_rows(report)
+    sections = []
+    for name in dict.fromkeys(r["workload"] for r in rows):
+        if workload is not None and name != workload:
+            continue
+        mine = [r for r in rows if r["workload"] == name]
+        units = {r["work_unit"] for r in mine}
+        unit = units.pop() if len(units) == 1 else "units"
+        args = [("workload_args", "args")] if len({r["workload_args"] for r in mine}) > 1 else []
+        columns = args + [("provider", "provider"), ("gpu_name", "gpu"), ("precision", "precision"),
+                          ("gpu_count", "gpus"), ("throughput", f"{unit}/s"), ("speedup", "speedup"),
+                   ("efficiency", "efficiency"), ("price_per_hour", "$/h"),
+                   ("epoch_seconds", "epoch s"), ("cost_per_epoch", "$/epoch"),
+                   ("cost_per_million_samples", f"$/M {unit}"),
+                   ("samples_per_dollar", f"{unit}/$"), ("best", "best")]
+        sections.append(Section(name, columns, [_display(r) for r in mine]))
+    failed = [{k: json_ready(v) for k, v in r.items()} for r in report.failed.to_dict("records")]
+    failed = [r for r in failed if workload is None or r["workload"] == workload]
+    if failed:
+        columns = [("workload", "workload"), ("provider", "provider"), ("gpu_name", "gpu"),
+                   ("precision", "precision"), ("gpu_count", "gpus"), ("run_id", "run"),
+                   ("time", "time"), ("failures", "failures"), ("error", "error")]
+        for r in failed:
+            if isinstance(r.get("gpu_count"), float) and not math.isnan(r["gpu_count"]):
+                r["gpu_count"] = int(r["gpu_count"])
+            r["gpu_name"] = short_gpu(r.get("gpu_name") or "")
+        sections.append(Section("failed runs (not in the figures above)", columns, failed))
+    return sections
+
+
+def compare_machine_rows(comparison: Comparison) -> list[dict]:
+    return [{k: json_ready(v) for k, v in row.items()}
+            for row in comparison.rows.to_dict("records")]
+
+
+def compare_section(comparison: Comparison) -> Section:
+    a, b = comparison.a.text, comparison.b.text
+    keys = list(comparison.keys)
+    if comparison.rows["workload_args"].nunique() <= 1:
+        keys.remove("workload_args")
+    columns = [(k, {"gpu_count": "gpus", "gpu_name": "gpu", "workload_args": "args"}.get(k, k))
+               for k in keys]
+    for side, label in (("a_", a), ("b_", b)):
+        if "gpu_name" not in comparison.keys:
+            columns.append((side + "gpu_name", f"{label} gpu"))
+        if comparison.a.kind != "provider" or comparison.b.kind != "provider":
+            columns.append((side + "provider", f"{label} provider"))
+    for key, heading in (("throughput", "throughput"), ("speedup", "speedup"),
+                         ("price_per_hour", "$/h"), ("cost_per_epoch", "$/epoch"),
+                         ("cost_per_million_samples", "$/M")):
+        columns += [("a_" + key, f"{a} {heading}"), ("b_" + key, f"{b} {heading}")]
+    columns += [("throughput_ratio", f"{b}/{a} speed"), ("cost_ratio", f"{b}/{a} cost")]
+    rows = []
+    for row in compare_machine_rows(comparison):
+        for key in ("gpu_name", "a_gpu_name", "b_gpu_name"):
+            if row.get(key):
+                row[key] = short_gpu(row[key])
+        for side in ("a_", "b_"):
+            if row.get(side + "throughput") is not None and row.get(side + "price_per_hour") is None:
+                for key in ("price_per_hour", "cost_per_epoch", "cost_per_million_samples"):
+                    row[side + key] = UNKNOWN
+        rows.append(row)
+    return Section(f"{a} against {b}", columns, rows)
