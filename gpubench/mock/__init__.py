@@ -1,0 +1,126 @@
+"""The mock cloud: Lambda Cloud v1, Vast.ai and RunPod REST v2 (plus RunPod's legacy GraphQL)
+on one local HTTP server, with a real sshd behind every launched instance.
+
+Paths: Lambda under /api/v1, Vast under /api/v0 and /api/v1/instances/, RunPod under /v2 and
+/graphql (RUNPOD_API_BASE_URL for the runpod SDK is the server root; the vastai CLI's --url is
+the server root too). Instances listen on 127.0.0.1, each on its own port; the SSH user is the
+OS user running the mock. Lambda's API has no port field, so its active instances carry a
+mock-only `ssh_port` beside `ip`.
+
+    from gpubench.mock import MockCloud
+    with MockCloud.start(state_dir=tmp, boot_delay=0.0, faults="") as cloud:
+        os.environ.update(cloud.env())      # GPUBENCH_*_URL and the three test API keys
+        cloud.set_faults("vast:429@2,lambda:no-capacity")
+
+Fault SPEC (for `--faults`, `MockCloud.set_faults` and `POST /_mock/faults {"spec": ...}`):
+a comma-separated list of ``[PROVIDER:]FAULT[=VALUE][@N]``. PROVIDER is lambda, vast or runpod;
+without it (or with ``*``) the fault holds for all three. Setting a SPEC replaces the previous
+one; an empty SPEC clears every fault.
+
+    bad-key          every request answers the provider's own 401
+    429[=S]          every request answers 429 with Retry-After: S (default 1)
+    500[=S], 503[=S] every request answers that status in the provider's error shape
+                     (with Retry-After: S when S is given)
+    slow[=S]         every response is delayed S seconds (default 2)
+    no-capacity      catalogs show nothing free and launches fail with the capacity error
+    never-boots      instances launched now stay booting/loading/PROVISIONING forever
+    ssh-refuses      instances launched now run, but nothing listens on their SSH port
+    dies[=S]         running instances die S seconds after boot (default 0): Lambda
+                     `preempted`, Vast outbid (interruptible) or offline, RunPod ERROR
+    terminate-lies   terminate answers success but the instance keeps running
+
+``@N`` (only for bad-key, 429, 500, 503, slow) limits the fault to the provider's next N
+requests, e.g. ``runpod:503@2`` fails twice and then works.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+from gpubench.errors import UsageError
+from gpubench.mock import lambda_api, runpod_api, vast_api
+from gpubench.mock.engine import Engine
+from gpubench.mock.faults import FaultBoard, FaultSpecError, parse
+from gpubench.mock.state import MockStateError
+
+__all__ = ["MockCloud", "FaultSpecError", "parse_faults"]
+
+parse_faults = parse
+
+
+def env_for(base_url: str) -> dict[str, str]:
+    """The variables that point gpubench (and the official clients' keys) at the mock."""
+    return {
+        "GPUBENCH_LAMBDA_URL": f"{base_url}/api/v1",
+        "GPUBENCH_VAST_URL": f"{base_url}/api/v0",
+        "GPUBENCH_RUNPOD_URL": f"{base_url}/v2",
+        "LAMBDA_API_KEY": lambda_api.API_KEY,
+        "VAST_API_KEY": vast_api.API_KEY,
+        "RUNPOD_API_KEY": runpod_api.API_KEY,
+    }
+
+
+class MockCloud:
+    """The mock server running in a background thread of this process."""
+
+    def __init__(self, engine: Engine, server, thread) -> None:
+        self.engine = engine
+        self._server = server
+        self._thread = thread
+        self.port = server.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}"
+
+    @classmethod
+    def start(cls, state_dir: Path, boot_delay: float = 0.0, faults: str = "",
+              port: int = 0) -> "MockCloud":
+        from gpubench.mock.server import make_server, serve_in_thread
+
+        if not 0 <= int(port) <= 65535:
+            raise UsageError(f"bad port {port}: use 0 (any free port) to 65535")
+        if boot_delay < 0:
+            raise UsageError(f"bad boot delay {boot_delay}: must not be negative")
+        board = FaultBoard(faults)     # a bad SPEC fails here, before anything starts
+        state_dir = Path(state_dir).expanduser()
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            probe = state_dir / ".writable"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as e:
+            raise MockStateError(f"state directory {state_dir} is not writable: {e.strerror or e}") from None
+        try:
+            server = make_server(None, int(port))
+        except OSError as e:
+            raise UsageError(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from None
+        engine = Engine(state_dir, boot_delay, board)
+        server.RequestHandlerClass.engine = engine
+        engine.start()
+        return cls(engine, server, serve_in_thread(server))
+
+    def env(self) -> dict[str, str]:
+        return env_for(self.base_url)
+
+    def set_faults(self, spec: str) -> None:
+        self.engine.faults.set(spec)
+
+    def admin(self, path: str = "/_mock/faults", body: dict | None = None) -> dict:
+        """Call an admin endpoint over HTTP (what an out-of-process test would do)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base_url + path, data=data, method="POST" if data else "GET",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+        self.engine.close()
+
+    def __enter__(self) -> "MockCloud":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

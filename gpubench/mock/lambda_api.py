@@ -1,0 +1,264 @@
+"""Lambda Cloud API v1 (lambda.openapi.json 1.10.0) under /api/v1.
+
+Envelopes: `{"data": ...}` on success, `{"error": {code, message, suggestion?}}` on failure.
+Auth: `Authorization: Bearer KEY`, or Basic with `KEY:` (or the bare key) as credentials.
+Status words: booting -> active; preempted when a `dies` fault kills it.
+
+Mock extension: an active instance carries `ssh_port` beside `ip`, because every mock
+instance's sshd listens on 127.0.0.1 on its own port where a real one listens on ip:22.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+from gpubench.mock import catalog
+from gpubench.mock.state import DEAD, PENDING, RUNNING, MockInstance
+from gpubench.mock.web import Request, Response
+
+PROVIDER = "lambda"
+API_KEY = "secret_gpubench-mock_6c0a3f5e9d2b4e81a7c3d5f1b2e4a6c8"
+_INSTANCE = re.compile(r"^/api/v1/instances/([^/]+)/?$")
+_SSH_KEY = re.compile(r"^/api/v1/ssh-keys/([^/]+)/?$")
+
+
+def error(status: int, code: str, message: str, suggestion: str | None = None) -> Response:
+    err = {"code": code, "message": message}
+    if suggestion:
+        err["suggestion"] = suggestion
+    return Response(status, {"error": err})
+
+
+def unauthorized() -> Response:
+    return error(401, "global/invalid-api-key", "API key was invalid, expired, or deleted.",
+                 "Check your API key or create a new one, then try again.")
+
+
+def fault_response(status: int) -> Response:
+    """The body of an injected 429/500/503 (the server adds Retry-After)."""
+    if status == 429:
+        return error(429, "global/rate-limit-exceeded", "Too many requests.", "Try again shortly.")
+    if status == 503:
+        return error(503, "provider/internal-unavailable", "Provider unavailable", "Try again shortly")
+    return error(500, "global/internal-error", "An internal server error occurred.",
+                 "Try again later. Contact Support if the problem persists.")
+
+
+def authorized(req: Request) -> bool:
+    return API_KEY in (req.bearer(), req.basic_user())
+
+
+def _not_found(what: str = "instance") -> Response:
+    return error(404, "global/object-does-not-exist", f"Specified {what} does not exist.")
+
+
+def _invalid(message: str = "Invalid request data.") -> Response:
+    return error(400, "global/invalid-parameters", message)
+
+
+def _status(inst: MockInstance) -> str:
+    return {PENDING: "booting", RUNNING: "active", DEAD: "preempted"}.get(inst.phase, "unhealthy")
+
+
+def render(engine, inst: MockInstance, status: str | None = None) -> dict:
+    status = status or _status(inst)
+    t = engine.lambda_types.get(inst.extra.get("instance_type_name", ""))
+    active = status == "active"
+    unavailable = {"available": False, "reason_code": "vm-has-not-launched",
+                   "reason_description": "The instance has not launched yet."}
+    actions = {a: ({"available": True} if active else dict(unavailable))
+               for a in ("migrate", "rebuild", "restart", "cold_reboot")}
+    actions["terminate"] = {"available": status not in ("terminating", "terminated")}
+    out = {
+        "id": inst.id, "name": inst.name, "status": status,
+        "ssh_key_names": inst.extra.get("ssh_key_names", []),
+        "file_system_names": inst.extra.get("file_system_names", []),
+        "region": {"name": inst.region, "description": catalog.LAMBDA_REGIONS.get(inst.region, "")},
+        "instance_type": t.instance_type() if t else {},
+        "actions": actions, "is_reserved": False, "tags": inst.extra.get("tags", []),
+        "firewall_rulesets": [],
+    }
+    if inst.extra.get("hostname"):
+        out["hostname"] = inst.extra["hostname"]
+    if active:
+        out.update({"ip": "127.0.0.1", "private_ip": "127.0.0.1", "ssh_port": inst.ssh_port,
+                    "hostname": inst.extra.get("hostname") or f"mock-{inst.id[:8]}",
+                    "jupyter_token": inst.id[::-1], "jupyter_url": None})
+    return out
+
+
+def handle(req: Request, engine) -> Response:
+    p, m = req.path.rstrip("/") or "/", req.method
+    if p == "/api/v1/instance-types" and m == "GET":
+        return _instance_types(engine)
+    if p == "/api/v1/regions" and m == "GET":
+        regions = [{"name": k, "description": v} for k, v in catalog.LAMBDA_REGIONS.items()]
+        return Response(200, {"data": regions})
+    if p == "/api/v1/instances" and m == "GET":
+        return Response(200, {"data": [render(engine, i) for i in engine.store.instances(PROVIDER)]})
+    if p == "/api/v1/instance-operations/launch" and m == "POST":
+        return _launch(req, engine)
+    if p == "/api/v1/instance-operations/terminate" and m == "POST":
+        return _terminate(req, engine)
+    if p == "/api/v1/instance-operations/restart" and m == "POST":
+        return _restart(req, engine)
+    if p == "/api/v1/ssh-keys":
+        if m == "GET":
+            return Response(200, {"data": [_key(k) for k in engine.store.keys(PROVIDER)]})
+        if m == "POST":
+            return _add_key(req, engine)
+    if (mt := _SSH_KEY.match(req.path)) and m == "DELETE":
+        if not engine.store.delete_key(PROVIDER, mt.group(1)):
+            return _not_found("SSH key")
+        return Response(200, {"data": {}})
+    if mt := _INSTANCE.match(req.path):
+        inst = engine.store.get(PROVIDER, mt.group(1))
+        if inst is None:
+            return _not_found()
+        if m == "GET":
+            return Response(200, {"data": render(engine, inst)})
+        if m == "POST":
+            body = _body(req)
+            if body is None or not isinstance(body.get("name", ""), str) or len(body.get("name", "")) > 64:
+                return _invalid()
+            inst.name = body.get("name", inst.name)
+            engine.save(inst)
+            return Response(200, {"data": render(engine, inst)})
+    return error(404, "global/object-does-not-exist", "Not found.")
+
+
+def _body(req: Request) -> dict | None:
+    try:
+        body = req.json()
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _instance_types(engine) -> Response:
+    data = {}
+    for name, t in engine.lambda_types.items():
+        regions = [{"name": r, "description": catalog.LAMBDA_REGIONS[r]} for r in t.regions
+                   if engine.available(PROVIDER, f"{name}@{r}", t.capacity_per_region) > 0]
+        data[name] = {"instance_type": t.instance_type(), "regions_with_capacity_available": regions}
+    return Response(200, {"data": data})
+
+
+def _launch(req: Request, engine) -> Response:
+    body = _body(req)
+    if body is None:
+        return _invalid()
+    missing = [f for f in ("region_name", "instance_type_name", "ssh_key_names") if f not in body]
+    if missing:
+        return _invalid(f"Invalid request data: missing {', '.join(missing)}.")
+    names = body["ssh_key_names"]
+    if not isinstance(names, list) or len(names) != 1:
+        return _invalid("Invalid request data: exactly one SSH key name must be specified.")
+    name = body.get("name") or ""
+    if not isinstance(name, str) or len(name) > 64:
+        return _invalid("Invalid request data: name must be at most 64 characters.")
+    hostname = body.get("hostname")
+    if hostname is not None and not re.fullmatch(r"[a-z0-9][0-9a-z-]{0,62}", str(hostname)):
+        return _invalid("Invalid request data: hostname is not valid.")
+    region = body["region_name"]
+    if region not in catalog.LAMBDA_REGIONS:
+        return _invalid(f"Invalid request data: unknown region {region!r}.")
+    t = engine.lambda_types.get(body["instance_type_name"])
+    if t is None:
+        return _not_found("instance type")
+    keys = {k.name: k for k in engine.store.keys(PROVIDER)}
+    if names[0] not in keys:
+        return _not_found("SSH key")
+    try:
+        quantity = int(body.get("quantity", 1))   # not in spec 1.10.0; older clients send it
+    except (TypeError, ValueError):
+        return _invalid()
+    slot = f"{t.name}@{region}"
+    with engine.lock:
+        capacity = t.capacity_per_region if region in t.regions else 0
+        if quantity < 1 or engine.available(PROVIDER, slot, capacity) < quantity:
+            return error(400, "instance-operations/launch/insufficient-capacity",
+                         "Not enough capacity to fulfill launch request.")
+        ids = []
+        for _ in range(quantity):
+            inst = engine.launch(
+                PROVIDER, iid=uuid.uuid4().hex, name=name, offer_key=slot, units=1,
+                gpu_name=t.gpu.lambda_desc, gpu_count=t.count, price_per_hour=t.price_cents / 100,
+                region=region, authorized_keys=[keys[names[0]].public_key],
+                extra={"instance_type_name": t.name, "ssh_key_names": names, "hostname": hostname,
+                       "file_system_names": body.get("file_system_names") or [],
+                       "tags": body.get("tags") or [], "image": body.get("image")})
+            ids.append(inst.id)
+    return Response(200, {"data": {"instance_ids": ids}})
+
+
+def _ids(req: Request) -> list[str] | None:
+    body = _body(req)
+    ids = body.get("instance_ids") if body else None
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        return None
+    return ids
+
+
+def _terminate(req: Request, engine) -> Response:
+    ids = _ids(req)
+    if ids is None:
+        return _invalid()
+    insts = [engine.store.get(PROVIDER, i) for i in ids]
+    if any(i is None for i in insts):
+        return _not_found()
+    out = []
+    for inst in insts:
+        engine.terminate(inst)
+        out.append(render(engine, inst, status="terminating"))
+    return Response(200, {"data": {"terminated_instances": out}})
+
+
+def _restart(req: Request, engine) -> Response:
+    ids = _ids(req)
+    if ids is None:
+        return _invalid()
+    insts = [engine.store.get(PROVIDER, i) for i in ids]
+    if any(i is None for i in insts):
+        return _not_found()
+    out = []
+    for inst in insts:
+        if inst.phase == RUNNING:
+            engine.stop_instance(inst)
+            engine.start_instance(inst)
+        out.append(render(engine, inst))
+    return Response(200, {"data": {"restarted_instances": out}})
+
+
+def _key(k) -> dict:
+    return {"id": k.id, "name": k.name, "public_key": k.public_key}
+
+
+def _add_key(req: Request, engine) -> Response:
+    body = _body(req)
+    if body is None:
+        return _invalid()
+    name, public_key = body.get("name"), body.get("public_key")
+    if not isinstance(name, str) or not 1 <= len(name) <= 64:
+        return _invalid("Invalid request data: name must be 1 to 64 characters.")
+    if any(k.name == name for k in engine.store.keys(PROVIDER)):
+        return error(400, "global/duplicate", "An SSH key with this name already exists.")
+    private_key = None
+    if public_key is None:     # Lambda generates the pair and returns the private half once
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "key"
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)],
+                           check=True, stdin=subprocess.DEVNULL, timeout=30)
+            private_key, public_key = path.read_text(), path.with_suffix(".pub").read_text().strip()
+    elif not isinstance(public_key, str) or len(public_key) > 4096 or \
+            not re.match(r"^(ssh|ecdsa|sk)-\S+ \S+", public_key.strip()):
+        return _invalid("Invalid request data: public_key is not a valid SSH public key.")
+    key = engine.store.add_key(PROVIDER, name, public_key, uuid.uuid4().hex)
+    data = _key(key)
+    if private_key:
+        data["private_key"] = private_key
+    return Response(200, {"data": data})

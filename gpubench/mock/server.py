@@ -1,0 +1,131 @@
+"""The HTTP server: routes each request to its provider module, applies request-level faults
+first, and serves the admin endpoints under /_mock/.
+
+Routing: /v2/... and /graphql -> RunPod; /api/v0/... -> Vast; /api/v1/instances/ (with its
+trailing slash, as the vastai CLI sends it) or any /api/v1 call carrying the Vast key -> Vast;
+the rest of /api/v1/... -> Lambda.
+
+Admin: GET /_mock/health, GET /_mock/faults, POST /_mock/faults with `{"spec": "..."}`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from gpubench.mock import lambda_api, runpod_api, vast_api
+from gpubench.mock.faults import FaultSpecError
+from gpubench.mock.web import Request, Response
+
+log = logging.getLogger("gpubench.mock")
+MAX_BODY = 8 * 1024 * 1024
+
+
+def _provider_module(req: Request):
+    p = req.path
+    if p in ("/graphql", "/v2/graphql"):
+        try:
+            from gpubench.mock import runpod_graphql   # legacy: goes when RunPod turns GraphQL off
+        except ImportError:
+            return None
+        return runpod_graphql
+    if p.startswith("/v2/"):
+        return runpod_api
+    if p.startswith("/api/v0/"):
+        return vast_api
+    if p.startswith("/api/v1/"):
+        if p == "/api/v1/instances/" or vast_api.api_key_of(req) == vast_api.API_KEY:
+            return vast_api
+        return lambda_api
+    return None
+
+
+def dispatch(req: Request, engine) -> Response:
+    if req.path.startswith("/_mock/"):
+        return _admin(req, engine)
+    module = _provider_module(req)
+    if module is None:
+        return Response(404, {"error": "not found"})
+    provider = module.PROVIDER
+    for fault in engine.faults.take_request_faults(provider):
+        if fault.name == "slow":
+            time.sleep(fault.value or 0.0)
+        elif fault.name == "bad-key":
+            return module.unauthorized()
+        else:
+            resp = module.fault_response(int(fault.name))
+            if fault.value is not None:
+                resp.headers["Retry-After"] = str(int(fault.value))
+            return resp
+    if not module.authorized(req):
+        return module.unauthorized()
+    try:
+        return module.handle(req, engine)
+    except Exception:
+        log.exception("mock %s handler failed on %s %s", provider, req.method, req.path)
+        return module.fault_response(500)
+
+
+def _admin(req: Request, engine) -> Response:
+    if req.path.rstrip("/") == "/_mock/health":
+        return Response(200, {"ok": True})
+    if req.path.rstrip("/") == "/_mock/faults":
+        if req.method == "POST":
+            try:
+                body = req.json() or {}
+                spec = body.get("spec", "") if isinstance(body, dict) else str(body)
+                engine.faults.set(spec)
+            except (ValueError, FaultSpecError) as e:
+                return Response(400, {"error": str(e)})
+        return Response(200, {"spec": engine.faults.spec, "faults": engine.faults.describe()})
+    return Response(404, {"error": "not found"})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "gpubench-mock"
+    engine = None   # set on the subclass made per server
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self.send_error(413)
+            return
+        body = self.rfile.read(length) if length else b""
+        req = Request.build(self.command, self.path, dict(self.headers.items()), body)
+        resp = dispatch(req, self.engine)
+        payload = resp.encoded()
+        self.send_response(resp.status)
+        if resp.body is not None:
+            self.send_header("Content-Type", resp.content_type)
+        for k, v in resp.headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if payload and self.command != "HEAD":
+            self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+    def log_message(self, fmt, *args) -> None:   # keep stderr quiet; debug log instead
+        log.debug("%s " + fmt, self.address_string(), *args)
+
+
+class MockHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+
+def make_server(engine, port: int) -> MockHTTPServer:
+    handler = type("Handler", (_Handler,), {"engine": engine})
+    return MockHTTPServer(("127.0.0.1", port), handler)
+
+
+def serve_in_thread(server: MockHTTPServer) -> threading.Thread:
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                         name="mock-http", daemon=True)
+    t.start()
+    return t

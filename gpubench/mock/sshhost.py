@@ -1,0 +1,245 @@
+"""The machines behind mock instances: one real sshd per instance on a loopback port.
+
+Each instance gets a directory under <state>/instances/<provider>-<id>/ with its own host key,
+sshd_config, authorized_keys and a home/ directory. sshd runs with a ForceCommand wrapper
+(session.sh) that sets HOME to that home/, cds there, and puts the bin directory of the Python
+running the mock first on PATH, so `python`, `torchrun` and `rsync` resolve as they would on a
+PyTorch image; workloads then run on the CPU with gloo.
+
+The SSH user is the OS user running the mock (root where the mock runs as root), whatever name
+the provider's API would suggest (Lambda's ubuntu): sshd can only log in users that exist.
+
+No sshd may outlive the mock: every sshd is started in its own session with
+PR_SET_PDEATHSIG, its pid is recorded in the store, stop() kills its process group and every
+process the instance's sessions started, and a restarted mock reaps pids a killed one left.
+Start sshd only from one long-lived thread: PDEATHSIG fires when the *thread* that forked the
+child exits, so a request thread would take its sshd down with it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import getpass
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gpubench.mock.state import MockInstance, Store
+
+SSHD = "/usr/sbin/sshd"
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+_PR_SET_PDEATHSIG = 1
+READY_TIMEOUT_S = 5.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:   # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _processes_tagged(tags: set[str]) -> list[int]:
+    """Pids whose environment carries GPUBENCH_MOCK_INSTANCE=<one of tags> (set by session.sh)."""
+    wanted = {f"GPUBENCH_MOCK_INSTANCE={t}".encode() for t in tags}
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = set(f.read().split(b"\0"))
+        except OSError:
+            continue
+        if env & wanted:
+            found.append(int(entry))
+    return found
+
+
+class InstanceHost:
+    def __init__(self, root: Path, store: Store) -> None:
+        self.root = root
+        self.store = store
+        self.user = getpass.getuser()
+        self._procs: dict[tuple[str, str], subprocess.Popen] = {}
+        # python, torchrun and pip of the interpreter running the mock (a venv's bin keeps torch)
+        self.python_bin = str(Path(sys.executable).parent)
+
+    def instance_dir(self, inst: MockInstance) -> Path:
+        return self.root / "instances" / f"{inst.provider}-{inst.id}"
+
+    def home(self, inst: MockInstance) -> Path:
+        return self.instance_dir(inst) / "home"
+
+    def host_public_key(self, inst: MockInstance) -> str:
+        p = self.instance_dir(inst) / "sshd" / "ssh_host_ed25519_key.pub"
+        return p.read_text().strip() if p.exists() else ""
+
+    def _prepare(self, inst: MockInstance) -> Path:
+        d = self.instance_dir(inst)
+        sshd_dir = d / "sshd"
+        sshd_dir.mkdir(parents=True, exist_ok=True)
+        self.home(inst).mkdir(parents=True, exist_ok=True)
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)   # sshd's privilege-separation dir
+        hostkey = sshd_dir / "ssh_host_ed25519_key"
+        if not hostkey.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"mock-{inst.id}",
+                            "-f", str(hostkey)], check=True, stdin=subprocess.DEVNULL, timeout=30)
+        (sshd_dir / "authorized_keys").write_text("".join(k.strip() + "\n" for k in inst.authorized_keys))
+        tag = f"{inst.provider}-{inst.id}"
+        session = sshd_dir / "session.sh"
+        session.write_text(f"""#!/bin/sh
+# ForceCommand of a mock {inst.provider} instance: its own HOME, the mock's Python first on PATH.
+export HOME={shlex.quote(str(self.home(inst)))}
+export PATH={shlex.quote(self.python_bin)}:"$PATH"
+export GPUBENCH_MOCK_INSTANCE={shlex.quote(tag)}
+export GPUBENCH_MOCK_GPU_COUNT={inst.gpu_count}
+export GPUBENCH_MOCK_GPU_NAME={shlex.quote(inst.gpu_name)}
+cd "$HOME" || exit 1
+if [ -n "$SSH_ORIGINAL_COMMAND" ]; then
+  case "$SSH_ORIGINAL_COMMAND" in
+    *sftp-server*|internal-sftp) exec {SFTP_SERVER} ;;
+  esac
+  exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+fi
+exec /bin/bash -i
+""")
+        session.chmod(0o755)
+        config = sshd_dir / "sshd_config"
+        config.write_text(f"""Port {inst.ssh_port}
+ListenAddress 127.0.0.1
+HostKey {hostkey}
+PidFile none
+AuthorizedKeysFile {sshd_dir / 'authorized_keys'}
+AuthenticationMethods publickey
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+AllowUsers {self.user}
+ForceCommand {session}
+Subsystem sftp {SFTP_SERVER}
+X11Forwarding no
+PrintMotd no
+PrintLastLog no
+UseDNS no
+MaxStartups 64:30:128
+LogLevel ERROR
+""")
+        return config
+
+    def start(self, inst: MockInstance) -> bool:
+        """Start the instance's sshd and wait until it accepts connections.
+
+        Picks a new port if the recorded one is taken (after a restart). Returns False if sshd
+        would not come up; the caller keeps the instance booting."""
+        key = (inst.provider, inst.id)
+        proc = self._procs.get(key)
+        if proc is not None and proc.poll() is None:
+            return True
+        for attempt in range(2):
+            # a port someone else took meanwhile would make the readiness check below lie
+            if not inst.ssh_port or attempt or _listening(inst.ssh_port):
+                inst.ssh_port = free_port()
+            config = self._prepare(inst)
+            proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=_die_with_parent, close_fds=True)
+            self.store.set_pid(inst.provider, inst.id, proc.pid)
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while time.monotonic() < deadline and proc.poll() is None:
+                if _listening(inst.ssh_port):
+                    self._procs[key] = proc
+                    return True
+                time.sleep(0.01)
+            self._kill(proc)
+            self.store.set_pid(inst.provider, inst.id, None)
+        return False
+
+    def running(self, inst: MockInstance) -> bool:
+        proc = self._procs.get((inst.provider, inst.id))
+        return proc is not None and proc.poll() is None
+
+    def update_keys(self, inst: MockInstance) -> None:
+        p = self.instance_dir(inst) / "sshd" / "authorized_keys"
+        if p.parent.exists():
+            p.write_text("".join(k.strip() + "\n" for k in inst.authorized_keys))
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=3)
+
+    def stop(self, inst: MockInstance) -> None:
+        """Stop the sshd and everything its sessions started (workloads run in their own sessions)."""
+        proc = self._procs.pop((inst.provider, inst.id), None)
+        if proc is not None:
+            self._kill(proc)
+        self.store.set_pid(inst.provider, inst.id, None)
+        self._kill_tagged({f"{inst.provider}-{inst.id}"})
+
+    def stop_all(self) -> None:
+        tags = {f"{p}-{i}" for (p, i) in self._procs}
+        for (provider, iid), proc in list(self._procs.items()):
+            self._kill(proc)
+            self.store.set_pid(provider, iid, None)
+        self._procs.clear()
+        if tags:
+            self._kill_tagged(tags)
+
+    @staticmethod
+    def _kill_tagged(tags: set[str]) -> None:
+        for pid in _processes_tagged(tags):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def reap_stale(self) -> int:
+        """Kill sshd processes recorded by a mock that died without cleaning up."""
+        reaped = 0
+        for provider, iid, pid in self.store.pids():
+            config = str(self.root / "instances" / f"{provider}-{iid}" / "sshd" / "sshd_config")
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().decode(errors="replace")
+            except OSError:
+                cmdline = ""
+            if config in cmdline:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                    reaped += 1
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self.store.set_pid(provider, iid, None)
+        return reaped
