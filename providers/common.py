@@ -48,6 +48,7 @@ class LaunchSpec:
     max_price: float | None = None
     interruptible: bool = False
     ssh_public_key: str = ""
+    ssh_key_name: str = ""     # what ensure_ssh_key returned (Lambda launches by key name)
 
 
 @dataclass
@@ -111,6 +112,28 @@ class PaymentError(ProviderError):
 
 class MissingKeyError(ProviderError):
     kind = "no API key"
+
+
+class InvalidRequestError(ProviderError):
+    """The provider rejected the request itself: retrying it unchanged fails again."""
+
+    kind = "request rejected"
+
+
+class TransportError(ProviderError):
+    """No usable answer (connection refused, timeout, garbage). Whether the call took
+    effect is unknown, so a launch that ends here must be reconciled by name."""
+
+    kind = "no answer"
+
+
+#: Every instance gpubench creates carries this prefix in its provider-side name, so
+#: state can be rebuilt from the provider's own list.
+NAME_PREFIX = "gpubench-"
+
+
+def provider_name(name: str) -> str:
+    return name if name.startswith(NAME_PREFIX) else NAME_PREFIX + name
 
 
 class Provider(Protocol):

@@ -1,0 +1,36 @@
+"""`gpubench ssh NAME [-- CMD]`: log in to (or run CMD on) an instance."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import List, Optional
+
+import typer
+
+
+def ssh(
+    name: str = typer.Argument(..., help="Instance name (see 'gpubench ls')."),
+    command: Optional[List[str]] = typer.Argument(None, metavar="[-- CMD]...",
+                                                  help="Run CMD instead of a login shell."),
+) -> None:
+    """Open an SSH session to NAME through gpubench's ssh_config."""
+    from gpubench.errors import GpubenchError
+    from gpubench.ledger import Ledger
+    from gpubench.provision import sync_ssh_config
+    from gpubench import paths
+
+    with Ledger() as ledger:
+        entry = ledger.find(name)
+        if entry.status not in ("running", "ready") or not entry.ssh_host:
+            raise GpubenchError(f"'{name}' is {entry.status}, not reachable over SSH")
+        sync_ssh_config(ledger)
+    argv = ["ssh", "-F", str(paths.ssh_config_path()), entry.ssh_alias, *(command or [])]
+    try:
+        code = subprocess.call(argv)
+    except OSError as e:
+        raise GpubenchError(f"cannot run ssh: {e}") from None
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ssh", context_settings={"allow_interspersed_args": False})(ssh)

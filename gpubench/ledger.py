@@ -1,0 +1,230 @@
+"""The instance ledger: every instance gpubench ever asked for, in sqlite.
+
+A row is written *before* the launch call (status "requested", no instance id) and
+completed after it, so a process killed in between still leaves a row that
+`gpubench ls` resolves by name against the provider's own list. Every phase has its
+own timestamp, which is what time-to-ready per provider is computed from.
+
+terminated_confirmed_at is stamped only once the provider no longer lists the
+instance, never on the terminate call's own answer.
+
+Statuses: requested -> launched -> running -> ready -> terminating -> terminated,
+or "unconfirmed" (terminate answered but the instance is still listed) and "failed"
+(never became usable; terminated afterwards).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+
+from gpubench import paths
+from gpubench.errors import GpubenchError
+
+ACTIVE = ("requested", "launched", "running", "ready", "terminating", "unconfirmed", "failed")
+PHASES = ("requested_at", "created_at", "running_at", "ssh_ready_at",
+          "terminate_requested_at", "terminated_confirmed_at")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS instances (
+    row_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    instance_id TEXT,
+    provider_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    offer_id TEXT,
+    instance_type TEXT,
+    region TEXT,
+    gpu_name TEXT,
+    gpu_count INTEGER,
+    price_per_hour REAL,
+    disk_gb INTEGER,
+    image TEXT,
+    ssh_host TEXT,
+    ssh_port INTEGER,
+    ssh_user TEXT,
+    key_path TEXT,
+    requested_at REAL,
+    created_at REAL,
+    running_at REAL,
+    ssh_ready_at REAL,
+    terminate_requested_at REAL,
+    terminated_confirmed_at REAL,
+    note TEXT
+);
+CREATE INDEX IF NOT EXISTS instances_name ON instances(name);
+"""
+
+
+class LedgerError(GpubenchError):
+    pass
+
+
+class UnknownInstanceError(LedgerError):
+    pass
+
+
+@dataclass
+class LedgerEntry:
+    row_id: int
+    name: str                      # the user's name; the provider sees provider_name
+    provider: str
+    instance_id: str | None
+    provider_name: str
+    status: str
+    offer_id: str | None = None
+    instance_type: str | None = None
+    region: str | None = None
+    gpu_name: str | None = None
+    gpu_count: int | None = None
+    price_per_hour: float | None = None
+    disk_gb: int | None = None
+    image: str | None = None
+    ssh_host: str | None = None
+    ssh_port: int | None = None
+    ssh_user: str | None = None
+    key_path: str | None = None
+    requested_at: float | None = None
+    created_at: float | None = None
+    running_at: float | None = None
+    ssh_ready_at: float | None = None
+    terminate_requested_at: float | None = None
+    terminated_confirmed_at: float | None = None
+    note: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def ssh_alias(self) -> str:
+        return self.provider_name
+
+    def uptime_s(self, now: float | None = None) -> float | None:
+        start = self.created_at or self.requested_at
+        if start is None:
+            return None
+        end = self.terminated_confirmed_at or (now if now is not None else time.time())
+        return max(end - start, 0.0)
+
+    def cost(self, now: float | None = None) -> float | None:
+        """Dollars so far: the hourly price times the time since the provider created it."""
+        up = self.uptime_s(now)
+        if up is None or self.price_per_hour is None or self.instance_id is None:
+            return None
+        return self.price_per_hour * up / 3600.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+_COLUMNS = [f.name for f in fields(LedgerEntry)]
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+class Ledger:
+    """Open with Ledger() for the user's ledger, Ledger(path) elsewhere (tests)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path else paths.ledger_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=10, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise LedgerError(f"{self.path}: cannot open the instance ledger: {e}") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- writing ------------------------------------------------------------
+    def begin(self, name: str, provider: str, provider_name: str, **values) -> LedgerEntry:
+        """The row written before the launch call. Refuses a name already in use."""
+        if self.find_active(name) is not None:
+            raise LedgerError(f"an instance named '{name}' is already in the ledger "
+                              f"(see 'gpubench ls'; pick another --name)")
+        values = {k: v for k, v in values.items() if k in _COLUMNS}
+        values.update(name=name, provider=provider, provider_name=provider_name,
+                      status="requested", requested_at=time.time())
+        cols = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        cur = self._db.execute(f"INSERT INTO instances ({cols}) VALUES ({marks})", list(values.values()))
+        return self.get(cur.lastrowid)
+
+    def update(self, row_id: int, **values) -> LedgerEntry:
+        bad = set(values) - set(_COLUMNS)
+        if bad:
+            raise ValueError(f"unknown ledger columns: {sorted(bad)}")
+        if values:
+            sets = ", ".join(f"{k} = ?" for k in values)
+            self._db.execute(f"UPDATE instances SET {sets} WHERE row_id = ?", [*values.values(), row_id])
+        return self.get(row_id)
+
+    def mark(self, row_id: int, status: str, phase: str | None = None, **values) -> LedgerEntry:
+        """Set the status and stamp `phase` (one of PHASES) with the time now."""
+        if phase is not None:
+            if phase not in PHASES:
+                raise ValueError(f"unknown phase {phase}")
+            values[phase] = time.time()
+        return self.update(row_id, status=status, **values)
+
+    def discard(self, row_id: int) -> None:
+        """Remove a row whose launch call was refused: no instance exists for it."""
+        self._db.execute("DELETE FROM instances WHERE row_id = ? AND instance_id IS NULL", (row_id,))
+
+    # -- reading ------------------------------------------------------------
+    def get(self, row_id: int) -> LedgerEntry:
+        row = self._db.execute("SELECT * FROM instances WHERE row_id = ?", (row_id,)).fetchone()
+        if row is None:
+            raise UnknownInstanceError(f"no ledger row {row_id}")
+        return LedgerEntry(**dict(row))
+
+    def entries(self, include_done: bool = False) -> list[LedgerEntry]:
+        sql = "SELECT * FROM instances"
+        if not include_done:
+            sql += f" WHERE status IN ({', '.join('?' for _ in ACTIVE)})"
+        rows = self._db.execute(sql + " ORDER BY row_id", () if include_done else ACTIVE).fetchall()
+        return [LedgerEntry(**dict(r)) for r in rows]
+
+    def find_active(self, name: str) -> LedgerEntry | None:
+        rows = self._db.execute(
+            f"SELECT * FROM instances WHERE (name = ? OR provider_name = ?) AND status IN "
+            f"({', '.join('?' for _ in ACTIVE)}) ORDER BY row_id DESC LIMIT 1",
+            (name, name, *ACTIVE)).fetchone()
+        return LedgerEntry(**dict(rows)) if rows else None
+
+    def find(self, name: str) -> LedgerEntry:
+        """The live instance called `name` (or "gpubench-name"); else the newest row of
+        that name. Raises UnknownInstanceError with a one-line message."""
+        entry = self.find_active(name)
+        if entry is not None:
+            return entry
+        row = self._db.execute(
+            "SELECT * FROM instances WHERE name = ? OR provider_name = ? ORDER BY row_id DESC LIMIT 1",
+            (name, name)).fetchone()
+        if row is None:
+            raise UnknownInstanceError(f"no instance named '{name}' in the ledger (see 'gpubench ls')")
+        return LedgerEntry(**dict(row))
+
+    def by_instance(self, provider: str, instance_id: str) -> LedgerEntry | None:
+        row = self._db.execute(
+            "SELECT * FROM instances WHERE provider = ? AND instance_id = ? ORDER BY row_id DESC LIMIT 1",
+            (provider, instance_id)).fetchone()
+        return LedgerEntry(**dict(row)) if row else None

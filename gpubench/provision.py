@@ -1,0 +1,300 @@
+"""Rent one machine: pick the cheapest matching offer, launch it, and wait until SSH
+answers, with the ledger written before every launch call.
+
+Phases, each with its own deadline: launch call answered (created), provider says
+running with an SSH address (running), an SSH login succeeds (ssh_ready). An
+instance that misses a deadline or fails is terminated (and that confirmed), and the
+next offer is tried, at most `attempts` launches in all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gpubench.errors import GpubenchError, UsageError
+from gpubench import keys
+from gpubench.keys import HostKeyChangedError, SshNotReady, SshTarget, ensure_keypair, probe, write_ssh_config
+from gpubench.ledger import Ledger, LedgerEntry
+from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
+                                       LaunchSpec, NotFoundError, Offer, PaymentError,
+                                       Provider, ProviderError, TransportError, provider_name)
+from gpubench.providers.gpus import gpu_matches
+
+DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
+# Launches refused for capacity cost nothing and do not count as attempts, but the walk
+# down the offer list stops here (RunPod has no server-side fallback: this is ours).
+MAX_CANDIDATES = 12
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
+
+
+class NoOfferError(GpubenchError):
+    pass
+
+
+class ProvisionError(GpubenchError):
+    pass
+
+
+def poll_interval() -> float:
+    try:
+        return max(float(os.environ.get("GPUBENCH_POLL_INTERVAL", "2")), 0.01)
+    except ValueError:
+        return 2.0
+
+
+@dataclass
+class Deadlines:
+    running_s: float = 900.0     # launch answered -> provider says running with an address
+    ssh_s: float = 300.0         # running -> an SSH login works
+    terminate_s: float = 120.0   # terminate -> the provider no longer lists it
+
+
+@dataclass
+class ProvisionRequest:
+    provider: str
+    gpus: int
+    gpu_type: str | None = None
+    disk_gb: int = 100
+    image: str = DEFAULT_IMAGE
+    region: str | None = None
+    name: str | None = None
+    max_price: float | None = None
+    interruptible: bool = False
+    attempts: int = 3
+    deadlines: Deadlines = field(default_factory=Deadlines)
+
+    def validate(self) -> "ProvisionRequest":
+        if self.gpus < 1:
+            raise UsageError(f"--gpus must be at least 1 (got {self.gpus})")
+        if self.disk_gb < 1:
+            raise UsageError(f"--disk must be a positive number of GB (got {self.disk_gb})")
+        if self.max_price is not None and self.max_price <= 0:
+            raise UsageError(f"--max-price must be positive (got {self.max_price})")
+        if self.attempts < 1:
+            raise UsageError(f"--attempts must be at least 1 (got {self.attempts})")
+        if self.name is not None and not NAME_RE.match(self.name):
+            raise UsageError(f"--name '{self.name}': use lower-case letters, digits and '-' "
+                             f"(at most 41, starting with a letter or digit)")
+        return self
+
+
+def default_name(provider: str) -> str:
+    return f"{provider}-{secrets.token_hex(3)}"
+
+
+# -- choosing ----------------------------------------------------------------
+
+def matching_offers(offers: list[Offer], gpus: int | None = None, gpu_type: str | None = None,
+                    max_price: float | None = None, region: str | None = None,
+                    only_available: bool = True) -> list[Offer]:
+    """Offers that fit, cheapest first (ties: the one with more availability)."""
+    fit = [o for o in offers
+           if (not gpus or o.gpu_count == gpus)
+           and gpu_matches(gpu_type, o.gpu_name)
+           and (max_price is None or o.price_per_hour <= max_price)
+           and (not region or region in (o.region or "") or region in o.extra.get("data_centers", []))
+           and (not only_available or o.available is None or o.available > 0)]
+    return sorted(fit, key=lambda o: (o.price_per_hour, -(o.available or 0), o.offer_id))
+
+
+def why_none(offers: list[Offer], req: ProvisionRequest) -> str:
+    """One line saying which filter left nothing."""
+    if not offers:
+        kind = "interruptible " if req.interruptible else ""
+        return f"{req.provider} has no {kind}machines available to rent right now"
+    steps = [("with %d GPU(s)" % req.gpus, dict(gpus=req.gpus)),
+             (f"of type {req.gpu_type}", dict(gpu_type=req.gpu_type)),
+             (f"in region {req.region}", dict(region=req.region)),
+             (f"at or under ${req.max_price}/h", dict(max_price=req.max_price))]
+    kw: dict = {}
+    said = []
+    for text, extra in steps:
+        if all(v is None for v in extra.values()):
+            continue
+        kw.update(extra)
+        said.append(text)
+        left = matching_offers(offers, only_available=False, **kw)
+        if not left:
+            cheapest = matching_offers(offers, only_available=False,
+                                       **{k: v for k, v in kw.items() if k not in extra})
+            hint = ""
+            if "max_price" in extra and cheapest:
+                hint = f" (cheapest is ${cheapest[0].price_per_hour:.2f}/h)"
+            return f"no {req.provider} offer {' '.join(said)}{hint}"
+    return f"every {req.provider} offer {' '.join(said)} is sold out right now"
+
+
+def plan(provider: Provider, req: ProvisionRequest) -> list[Offer]:
+    offers = provider.offers(gpus=req.gpus, gpu_type=req.gpu_type, interruptible=req.interruptible)
+    chosen = matching_offers(offers, req.gpus, req.gpu_type, req.max_price, req.region)
+    if not chosen:
+        raise NoOfferError(why_none(offers, req))
+    return chosen
+
+
+# -- launching and waiting ---------------------------------------------------
+
+Progress = Callable[[str, str], None]    # (phase, detail)
+
+
+def _quiet(phase: str, detail: str) -> None:
+    pass
+
+
+@dataclass
+class Outcome:
+    entry: LedgerEntry
+    offer: Offer
+    attempts: list[str]                  # one line per failed attempt
+    seconds_to_ready: float
+
+
+def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], ledger: Ledger,
+              progress: Progress = _quiet) -> Outcome:
+    """Launch offers in order until one answers SSH; returns the ready ledger entry."""
+    started = time.monotonic()
+    name = req.name or default_name(req.provider)
+    keypair = ensure_keypair()
+    progress("key", f"registering {keypair.private}.pub with {req.provider}")
+    key_ref = provider.ensure_ssh_key(keypair.public_key, "gpubench")
+    failures: list[str] = []
+    launches = 0
+    for offer in offers[:MAX_CANDIDATES]:
+        if launches >= req.attempts:
+            break
+        spec = LaunchSpec(gpus=req.gpus, gpu_type=req.gpu_type, disk_gb=req.disk_gb, image=req.image,
+                          region=req.region, name=name, max_price=req.max_price,
+                          interruptible=req.interruptible, ssh_public_key=keypair.public_key,
+                          ssh_key_name=key_ref)
+        entry = ledger.begin(name, req.provider, provider_name(name), offer_id=offer.offer_id,
+                             instance_type=offer.instance_type, region=offer.region,
+                             gpu_name=offer.gpu_name, gpu_count=offer.gpu_count,
+                             price_per_hour=offer.price_per_hour, disk_gb=req.disk_gb,
+                             image=req.image, key_path=str(keypair.private))
+        progress("launch", f"{offer.gpu_count}x {offer.gpu_name} at ${offer.price_per_hour:.2f}/h "
+                           f"({offer.instance_type or offer.offer_id}{', ' + offer.region if offer.region else ''})")
+        try:
+            inst = provider.launch(offer, spec)
+        except (CapacityError, NotFoundError) as e:
+            ledger.discard(entry.row_id)          # refused: nothing was created
+            failures.append(f"{offer.offer_id}: {e.message}")
+            progress("skip", f"no capacity: {e.message}")
+            continue
+        except (AuthError, PaymentError) as e:
+            ledger.discard(entry.row_id)
+            raise
+        except TransportError as e:
+            # The launch may or may not have happened: keep the row, 'ls' resolves it by name.
+            ledger.mark(entry.row_id, "requested", note=f"launch answer lost: {e.message}")
+            raise ProvisionError(f"{e} -- the launch may have happened; run 'gpubench ls' to check "
+                                 f"and 'gpubench down {name}' to remove it") from None
+        except ProviderError:
+            ledger.discard(entry.row_id)
+            raise
+        launches += 1
+        entry = ledger.mark(entry.row_id, "launched", "created_at", instance_id=inst.instance_id,
+                            price_per_hour=inst.price_per_hour or offer.price_per_hour)
+        progress("created", f"{req.provider} instance {inst.instance_id}")
+        try:
+            ready = _wait_running(provider, inst.instance_id, req.deadlines.running_s, progress)
+            entry = ledger.mark(entry.row_id, "running", "running_at", ssh_host=ready.ssh_host,
+                                ssh_port=ready.ssh_port, ssh_user=ready.ssh_user)
+            progress("running", f"{ready.ssh_user}@{ready.ssh_host}:{ready.ssh_port}")
+            _wait_ssh(ready, keypair.private, req.deadlines.ssh_s, progress)
+        except KeyboardInterrupt:
+            progress("stopped", f"{inst.instance_id} is left running and in the ledger; "
+                                f"'gpubench down {name}' removes it")
+            raise
+        except _NotReady as e:
+            failures.append(f"{inst.instance_id}: {e}")
+            progress("replace", f"{e}; terminating {inst.instance_id}")
+            ledger.update(entry.row_id, note=str(e))
+            if not _discard_instance(provider, ledger, entry, req.deadlines.terminate_s, progress):
+                # Renting more while one may still bill would be worse than stopping here.
+                raise ProvisionError(f"{inst.instance_id} never became ready ({e}) and its terminate "
+                                     f"is not confirmed: run 'gpubench ls', then 'gpubench down {name}'")
+            continue
+        entry = ledger.mark(entry.row_id, "ready", "ssh_ready_at")
+        sync_ssh_config(ledger)
+        progress("ready", f"ssh {entry.ssh_alias}")
+        return Outcome(entry, offer, failures, time.monotonic() - started)
+    detail = "; ".join(failures[-3:]) or "no offer tried"
+    raise ProvisionError(f"could not provision on {req.provider} ({launches} launched, "
+                         f"{len(failures) - launches} refused): {detail}")
+
+
+class _NotReady(Exception):
+    pass
+
+
+def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progress: Progress) -> Instance:
+    deadline = time.monotonic() + deadline_s
+    last = ""
+    while True:
+        try:
+            inst = provider.get(instance_id)
+        except NotFoundError:
+            raise _NotReady("the provider lost the instance while it booted") from None
+        except (TransportError, ProviderError) as e:
+            if isinstance(e, AuthError):
+                raise
+            inst = None
+            last = str(e)
+        if inst is not None:
+            if inst.status is InstanceState.RUNNING and inst.ssh_host:
+                return inst
+            if inst.status in (InstanceState.FAILED, InstanceState.TERMINATED, InstanceState.TERMINATING,
+                               InstanceState.STOPPED):
+                raise _NotReady(f"instance went to {inst.raw_status or inst.status.value} while booting")
+            if inst.raw_status != last:
+                last = inst.raw_status
+                progress("booting", f"status {inst.raw_status or inst.status.value}")
+        if time.monotonic() >= deadline:
+            raise _NotReady(f"not running after {deadline_s:g} s (last status: {last or 'unknown'})")
+        time.sleep(min(poll_interval(), max(deadline - time.monotonic(), 0.01)))
+
+
+def _wait_ssh(inst: Instance, key_path, deadline_s: float, progress: Progress) -> None:
+    deadline = time.monotonic() + deadline_s
+    last = ""
+    while True:
+        try:
+            probe(inst.ssh_host, inst.ssh_port, inst.ssh_user, key_path,
+                  timeout=min(10.0, max(deadline_s, 1.0)))
+            return
+        except HostKeyChangedError as e:
+            raise _NotReady(str(e)) from None
+        except SshNotReady as e:
+            if str(e) != last:
+                last = str(e)
+                progress("ssh", f"waiting: {e}")
+        if time.monotonic() >= deadline:
+            raise _NotReady(f"SSH not answering after {deadline_s:g} s ({last})")
+        time.sleep(min(poll_interval(), max(deadline - time.monotonic(), 0.01)))
+
+
+def _discard_instance(provider: Provider, ledger: Ledger, entry: LedgerEntry, deadline_s: float,
+                      progress: Progress) -> bool:
+    from gpubench.fleet import terminate_confirmed
+
+    ledger.mark(entry.row_id, "terminating", "terminate_requested_at")
+    gone, why = terminate_confirmed(provider, entry.instance_id, deadline_s)
+    if gone:
+        ledger.mark(entry.row_id, "terminated", "terminated_confirmed_at")
+        keys.forget_host(entry.ssh_host, entry.ssh_port)
+    else:
+        ledger.mark(entry.row_id, "unconfirmed", note=why)
+    return gone
+
+
+def sync_ssh_config(ledger: Ledger) -> None:
+    """Rewrite ssh_config from the ledger's live, reachable instances."""
+    targets = [SshTarget(e.ssh_alias, e.ssh_host, e.ssh_port or 22, e.ssh_user or "root",
+                         e.key_path or "")
+               for e in ledger.entries() if e.ssh_host and e.status in ("running", "ready")]
+    write_ssh_config(targets)

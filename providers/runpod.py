@@ -1,0 +1,166 @@
+"""RunPod REST API v2 (https://api.runpod.io/v2), spec 2.0.0 / Frontdoor v2.9.0.
+Not GraphQL (retired early 2027) and not REST v1 (gone since 2026-11-15).
+
+Facts that shape this adapter:
+- lists come in envelopes ({"pods": [...]}, {"gpus": [...]}, {"keys": [...]});
+  errors are problem+json {title, status, detail, errors[]};
+- unknown body fields are rejected with 422, so only spec fields are sent;
+- no server-side GPU fallback: one gpu.id per create; the caller tries offers in order.
+  A 400 on create is "no capacity for this candidate"; gpu.count is always sent;
+- direct SSH (the proxy cannot rsync) needs "22/tcp" in ports and startSsh, and
+  ssh.direct stays null until the pod runs with that port mapped;
+- PUT /account/ssh-keys replaces the whole set: read, add, write;
+- ERROR never becomes RUNNING: a poll must stop there; no spot pods in v2.
+"""
+
+from __future__ import annotations
+
+import requests
+
+from gpubench.providers.common import (CapacityError, Instance, InstanceState,
+                                       InvalidRequestError, LaunchSpec, NotFoundError, Offer,
+                                       ProviderError, provider_name)
+from gpubench.providers.gpus import normalize_gpu_name
+from gpubench.providers.http import HttpClient, HttpSettings, strip_suffix
+
+NAME = "runpod"
+DEFAULT_URL = "https://api.runpod.io"
+CLOUD = "SECURE"
+MAX_PAGES = 100
+
+STATUS = {
+    "PROVISIONING": InstanceState.PENDING,
+    "STARTING": InstanceState.PENDING,
+    "RUNNING": InstanceState.RUNNING,
+    "EXITED": InstanceState.STOPPED,
+    "ERROR": InstanceState.FAILED,
+    "TERMINATED": InstanceState.TERMINATED,
+}
+AVAILABLE = {"HIGH": 3, "MEDIUM": 2, "LOW": 1, "NONE": 0}
+
+
+def parse_error(resp: requests.Response) -> tuple[str | None, str]:
+    body = resp.json()
+    if not isinstance(body, dict):
+        return None, str(body)[:200]
+    message = body.get("detail") or body.get("title") or ""
+    if body.get("errors"):
+        message = f"{message}: {'; '.join(map(str, body['errors']))}"
+    return body.get("title"), message
+
+
+def connect(api_key: str, base_url: str = DEFAULT_URL,
+            settings: HttpSettings | None = None) -> "RunPod":
+    settings = settings or HttpSettings.from_env()
+    # The docs write the base as https://api.runpod.io/v2; paths here carry /v2 themselves.
+    client = HttpClient(NAME, strip_suffix(base_url, "/v2"), {"Authorization": f"Bearer {api_key}"}, parse_error, settings)
+    return RunPod(client)
+
+
+class RunPod:
+    name = NAME
+    default_user = "root"
+
+    def __init__(self, client: HttpClient) -> None:
+        self.client = client
+
+    # -- offers -------------------------------------------------------------
+    def offers(self, gpus: int | None = None, gpu_type: str | None = None,
+               interruptible: bool = False) -> list[Offer]:
+        if interruptible:
+            return []  # v2 has no spot pods
+        count = gpus or 1
+        body = self.client.json("GET", "/v2/catalog/gpus", params={
+            "include": "AVAILABILITY", "product": "POD", "count": count, "cloud": CLOUD}) or {}
+        offers = []
+        for gpu in body.get("gpus") or []:
+            if not gpu.get("secure", True):
+                continue
+            ceiling = (gpu.get("maxCount") or {}).get("secure")
+            if ceiling is not None and count > ceiling:
+                continue
+            per_gpu = (gpu.get("price") or {}).get("secure")
+            if per_gpu is None:
+                continue
+            availability = gpu.get("availability") or "NONE"
+            centers = [d.get("id") for d in gpu.get("dataCenters") or []
+                       if d.get("availability", "NONE") != "NONE"]
+            offers.append(Offer(
+                provider=NAME, offer_id=gpu["id"], gpu_name=normalize_gpu_name(gpu.get("name") or gpu["id"]),
+                gpu_count=count, price_per_hour=round(per_gpu * count, 4),
+                region=",".join(centers[:3]) + ("..." if len(centers) > 3 else ""),
+                available=AVAILABLE.get(availability, 0), instance_type=gpu["id"],
+                extra={"availability": availability, "data_centers": centers,
+                       "memory_gb": gpu.get("memory")}))
+        return offers
+
+    # -- keys ---------------------------------------------------------------
+    def ensure_ssh_key(self, public_key: str, name: str) -> str:
+        """Adds the key to the account's set; PUT replaces the set, so read first."""
+        keys = (self.client.json("GET", "/v2/account/ssh-keys") or {}).get("keys") or []
+        wanted = _key_body(public_key)
+        if any(_key_body(k) == wanted for k in keys):
+            return wanted
+        self.client.json("PUT", "/v2/account/ssh-keys", json={"keys": keys + [public_key.strip()]})
+        return wanted
+
+    # -- instances ----------------------------------------------------------
+    def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
+        body = {
+            "name": provider_name(spec.name), "image": spec.image,
+            "gpu": {"id": offer.offer_id, "count": spec.gpus},   # count always: see docstring
+            "cloud": CLOUD, "disk": int(spec.disk_gb), "ports": ["22/tcp"], "startSsh": True,
+            # The pod-level key as well: runs even where account keys are not injected.
+            "env": {"PUBLIC_KEY": spec.ssh_public_key.strip()} if spec.ssh_public_key else {},
+        }
+        if spec.region:
+            body["dataCenterIds"] = [spec.region]
+        try:
+            pod = self.client.json("POST", "/v2/pods", json=body, launch=True)
+        except InvalidRequestError as e:
+            if e.status in (400, 403):   # 400: cannot place this GPU now; 403: no access to the pool
+                raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
+            raise
+        if not isinstance(pod, dict) or not pod.get("id"):
+            raise ProviderError(NAME, "POST /v2/pods", "answer has no pod id")
+        inst = self._instance(pod)
+        inst.price_per_hour = inst.price_per_hour or offer.price_per_hour
+        return inst
+
+    def get(self, instance_id: str) -> Instance:
+        return self._instance(self.client.json("GET", f"/v2/pods/{instance_id}"))
+
+    def list(self) -> list[Instance]:
+        out: list[Instance] = []
+        cursor = None
+        for _ in range(MAX_PAGES):
+            body = self.client.json("GET", "/v2/pods", params={"cursor": cursor} if cursor else None) or {}
+            out.extend(self._instance(p) for p in body.get("pods") or [])
+            cursor = body.get("nextCursor")   # not in the spec yet; followed if it appears
+            if not cursor:
+                break
+        return out
+
+    def terminate(self, instance_id: str) -> None:
+        self.client.request("DELETE", f"/v2/pods/{instance_id}")
+
+    def _instance(self, pod: dict) -> Instance:
+        status = pod.get("status", "")
+        direct = (pod.get("ssh") or {}).get("direct") or {}
+        gpu = pod.get("gpu") or {}
+        state = STATUS.get(status, InstanceState.UNKNOWN)
+        return Instance(
+            provider=NAME, instance_id=pod["id"], name=pod.get("name") or "", status=state,
+            raw_status=status, ssh_host=direct.get("host") or None,
+            ssh_port=int(direct.get("port") or 22), ssh_user=direct.get("username") or self.default_user,
+            gpu_name=normalize_gpu_name(gpu.get("id", "")), gpu_count=int(gpu.get("count") or 0),
+            price_per_hour=pod.get("cost") or None, created_at=pod.get("createdAt"),
+            instance_type=gpu.get("id", ""), region=pod.get("dataCenterId") or "",
+        )
+
+
+def _key_body(public_key: str) -> str:
+    return " ".join(public_key.split()[:2])
+
+
+__all__ = ["RunPod", "connect", "NotFoundError"]

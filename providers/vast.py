@@ -1,0 +1,219 @@
+"""Vast.ai (https://console.vast.ai), the paths the official `vastai` CLI 1.9.1 uses.
+
+Facts that shape this adapter:
+- the base URL is the host root; paths are /api/v0/... (instances list: /api/v1/...),
+  always with a trailing slash as the CLI sends them;
+- errors are {"success": false, "error": code, "msg": text}, or {"detail": ...}, or text;
+- the disk is fixed when the instance is created, so a sized disk is always sent;
+- only offers with direct SSH ports are used (rsync through the proxy is unreliable);
+  the instance is reached at public_ipaddr + ports["22/tcp"][0].HostPort;
+- an instance that reaches exited / unknown / offline will never run (the docs' poll trap);
+- the create answer calls the new instance id `new_contract`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import requests
+
+from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
+                                       LaunchSpec, NotFoundError, Offer, ProviderError,
+                                       provider_name)
+from gpubench.providers.gpus import normalize_gpu_name
+from gpubench.providers.http import HttpClient, HttpSettings, strip_suffix
+
+NAME = "vast"
+DEFAULT_URL = "https://console.vast.ai"
+MAX_PAGES = 200           # instance list pages of 25: a bound on the loop, far above real use
+ONSTART = "touch ~/.no_auto_tmux"   # Vast images start tmux on login otherwise
+
+STATUS = {
+    None: InstanceState.PENDING,
+    "created": InstanceState.PENDING,
+    "loading": InstanceState.PENDING,
+    "rebooting": InstanceState.PENDING,
+    "running": InstanceState.RUNNING,
+    "stopped": InstanceState.STOPPED,
+    "frozen": InstanceState.STOPPED,
+    "exited": InstanceState.FAILED,
+    "unknown": InstanceState.FAILED,
+    "offline": InstanceState.FAILED,
+}
+CAPACITY_ERRORS = {"no_such_ask"}
+
+
+def parse_error(resp: requests.Response) -> tuple[str | None, str]:
+    try:
+        body = resp.json()
+    except ValueError:
+        return None, resp.text.strip()[:200]
+    if not isinstance(body, dict):
+        return None, str(body)[:200]
+    code = body.get("error") if isinstance(body.get("error"), str) else None
+    message = body.get("msg") or body.get("message") or body.get("detail") or code or ""
+    return code, str(message)
+
+
+def connect(api_key: str, base_url: str = DEFAULT_URL,
+            settings: HttpSettings | None = None) -> "Vast":
+    settings = settings or HttpSettings.from_env()
+    client = HttpClient(NAME, strip_suffix(base_url, "/api/v0", "/api/v1"), {"Authorization": f"Bearer {api_key}"}, parse_error, settings)
+    return Vast(client)
+
+
+class Vast:
+    name = NAME
+    default_user = "root"
+
+    def __init__(self, client: HttpClient, disk_gb: int = 100) -> None:
+        self.client = client
+        self.disk_gb = disk_gb   # what offers are priced for; launch sends the spec's size
+
+    def _call(self, method: str, path: str, **kw):
+        try:
+            return self.client.json(method, path, **kw)
+        except ProviderError as e:
+            # POST /bundles/ answers a bad key with 404 "Invalid user key".
+            if e.status == 404 and "invalid user key" in e.message.lower():
+                raise AuthError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
+            raise
+
+    # -- offers -------------------------------------------------------------
+    def offers(self, gpus: int | None = None, gpu_type: str | None = None,
+               interruptible: bool = False) -> list[Offer]:
+        query: dict = {
+            "verified": {"eq": True}, "rentable": {"eq": True}, "rented": {"eq": False},
+            "external": {"eq": False}, "direct_port_count": {"gte": 1},
+            "order": [["dph_total", "asc"]], "type": "bid" if interruptible else "on-demand",
+            "allocated_storage": float(self.disk_gb), "limit": 500,
+        }
+        if gpus:
+            query["num_gpus"] = {"eq": gpus}
+        body = self._call("POST", "/api/v0/bundles/", json=query)
+        rows = body.get("offers", []) if isinstance(body, dict) else []
+        offers = []
+        for row in rows:
+            # Filter again here: the query is a request, the answer is what counts.
+            if (row.get("direct_port_count") or 0) < 1 or row.get("rented") or row.get("rentable") is False:
+                continue
+            count = int(row.get("num_gpus") or 0)
+            if not count or (gpus and count != gpus):
+                continue
+            price = row.get("min_bid") if interruptible else row.get("dph_total")
+            if price is None:
+                continue
+            offers.append(Offer(
+                provider=NAME, offer_id=str(row["id"]), gpu_name=normalize_gpu_name(row.get("gpu_name", "")),
+                gpu_count=count, price_per_hour=float(price), region=row.get("geolocation") or "",
+                disk_gb=row.get("disk_space"), interruptible=interruptible, available=1,
+                instance_type=f"{count}x {row.get('gpu_name', '')}",
+                extra={"machine_id": row.get("machine_id"), "reliability": row.get("reliability"),
+                       "cuda_max_good": row.get("cuda_max_good")}))
+        return offers
+
+    # -- keys ---------------------------------------------------------------
+    def ensure_ssh_key(self, public_key: str, name: str) -> str:
+        wanted = _key_body(public_key)
+        keys = self._call("GET", "/api/v0/ssh/")
+        if isinstance(keys, dict):   # tolerate an enveloped answer as well as the bare array
+            keys = keys.get("keys") or keys.get("ssh_keys") or []
+        for key in keys or []:
+            text = key.get("key") or key.get("public_key") or ""
+            if _key_body(text) == wanted and not key.get("deleted_at"):
+                return str(key.get("id"))
+        body = self._call("POST", "/api/v0/ssh/", json={"ssh_key": public_key.strip()})
+        return str(((body or {}).get("key") or {}).get("id", ""))
+
+    # -- instances ----------------------------------------------------------
+    def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
+        body = {
+            "client_id": "me", "image": spec.image, "env": {}, "disk": float(spec.disk_gb),
+            "label": provider_name(spec.name), "onstart": ONSTART,
+            "runtype": "ssh_direc ssh_proxy",      # direct SSH (rsync), proxy as a fallback
+            "price": offer.price_per_hour if spec.interruptible else None,
+            "cancel_unavail": True, "extra": None, "image_login": None,
+        }
+        try:
+            answer = self._call("PUT", f"/api/v0/asks/{offer.offer_id}/", json=body)
+        except ProviderError as e:
+            gone = e.status in (404, 410) or e.code in CAPACITY_ERRORS or "no_such_ask" in e.message
+            if gone and not isinstance(e, AuthError):
+                raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
+            raise
+        if not isinstance(answer, dict) or not answer.get("new_contract"):
+            message = (answer or {}).get("msg") if isinstance(answer, dict) else None
+            raise ProviderError(NAME, f"PUT /api/v0/asks/{offer.offer_id}/",
+                                message or "answer has no new_contract")
+        return Instance(provider=NAME, instance_id=str(answer["new_contract"]), name=body["label"],
+                        status=InstanceState.PENDING, gpu_name=offer.gpu_name,
+                        gpu_count=offer.gpu_count, price_per_hour=offer.price_per_hour,
+                        region=offer.region, instance_type=offer.instance_type)
+
+    def get(self, instance_id: str) -> Instance:
+        body = self._call("GET", f"/api/v0/instances/{instance_id}/", params={"owner": "me"})
+        raw = body.get("instances") if isinstance(body, dict) else None
+        if isinstance(raw, list):
+            raw = raw[0] if raw else None
+        if not raw:
+            raise NotFoundError(NAME, f"GET /api/v0/instances/{instance_id}/", "instance not found")
+        return self._instance(raw)
+
+    def list(self) -> list[Instance]:
+        out: list[Instance] = []
+        token = None
+        for _ in range(MAX_PAGES):
+            params = {"limit": 25, "order_by": json.dumps([{"col": "id", "dir": "asc"}])}
+            if token:
+                params["after_token"] = token
+            body = self._call("GET", "/api/v1/instances/", params=params) or {}
+            out.extend(self._instance(r) for r in body.get("instances") or [])
+            token = body.get("next_token")
+            if not token:
+                break
+        return out
+
+    def terminate(self, instance_id: str) -> None:
+        self._call("DELETE", f"/api/v0/instances/{instance_id}/", json={})
+
+    def _instance(self, raw: dict) -> Instance:
+        status = raw.get("actual_status")
+        state = STATUS.get(status if isinstance(status, str) or status is None else "unknown",
+                           InstanceState.UNKNOWN)
+        if raw.get("intended_status") == "stopped" and state is InstanceState.FAILED:
+            state = InstanceState.STOPPED
+        host, port = _direct_ssh(raw)
+        if state is InstanceState.RUNNING and host is None:
+            state = InstanceState.PENDING  # running, but the direct port is not mapped yet
+        return Instance(
+            provider=NAME, instance_id=str(raw["id"]), name=raw.get("label") or "",
+            status=state, raw_status=str(status), ssh_host=host, ssh_port=port or 22,
+            ssh_user=self.default_user, gpu_name=normalize_gpu_name(raw.get("gpu_name") or ""),
+            gpu_count=int(raw.get("num_gpus") or 0), price_per_hour=raw.get("dph_total"),
+            region=raw.get("geolocation") or "", created_at=_epoch_iso(raw.get("start_date")),
+            instance_type=f"{raw.get('num_gpus') or 0}x {raw.get('gpu_name') or ''}",
+            extra={"status_msg": raw.get("status_msg"), "proxy": (raw.get("ssh_host"), raw.get("ssh_port"))},
+        )
+
+
+def _direct_ssh(raw: dict) -> tuple[str | None, int | None]:
+    ports = raw.get("ports") or {}
+    mapped = ports.get("22/tcp") if isinstance(ports, dict) else None
+    if not mapped or not raw.get("public_ipaddr"):
+        return None, None
+    try:
+        return str(raw["public_ipaddr"]).strip(), int(mapped[0]["HostPort"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None, None
+
+
+def _epoch_iso(value) -> str | None:
+    if not isinstance(value, (int, float)):
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(value, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def _key_body(public_key: str) -> str:
+    return " ".join(public_key.split()[:2])

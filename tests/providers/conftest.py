@@ -1,0 +1,108 @@
+"""Shared test set-up: every test runs with its own config, state and home
+directories, no real API keys, and client-side rate limits and backoffs shrunk;
+`fake_api` is a scripted HTTP server on 127.0.0.1 answering from saved fixtures."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def fixture(name: str):
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GPUBENCH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("GPUBENCH_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for var in ("LAMBDA_API_KEY", "VAST_API_KEY", "RUNPOD_API_KEY", "GPUBENCH_LAMBDA_URL",
+                "GPUBENCH_VAST_URL", "GPUBENCH_RUNPOD_URL", "GPUBENCH_LAMBDA_SSH_USER"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GPUBENCH_RATE_LIMIT_SCALE", "0")
+    monkeypatch.setenv("GPUBENCH_HTTP_BACKOFF", "0.01")
+    monkeypatch.setenv("GPUBENCH_HTTP_TIMEOUT", "5")
+    monkeypatch.setenv("GPUBENCH_POLL_INTERVAL", "0.05")
+    return tmp_path
+
+
+class FakeApi:
+    """Routes (method, path regex) -> queue of (status, body, headers). The last answer
+    of a queue repeats. Every request is recorded as a dict."""
+
+    def __init__(self) -> None:
+        self.routes: list[tuple[str, re.Pattern, list]] = []
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _serve(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                parts = urlsplit(self.path)
+                record = {"method": self.command, "path": parts.path, "query": parse_qs(parts.query),
+                          "headers": dict(self.headers), "json": json.loads(raw) if raw else None}
+                status, body, headers = api._answer(record)
+                data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+                self.send_response(status)
+                for k, v in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def route(self, method: str, path: str, *answers) -> "FakeApi":
+        """answers: (status, body) or (status, body, headers); body may be a fixture name."""
+        queue = []
+        for a in answers:
+            status, body, headers = (a + ({},))[:3] if len(a) == 2 else a
+            if isinstance(body, str) and body.endswith(".json"):
+                body = fixture(body)
+            queue.append((status, body, headers))
+        self.routes.insert(0, (method, re.compile(path + "$"), queue))
+        return self
+
+    def _answer(self, record):
+        with self._lock:
+            self.requests.append(record)
+            for method, pattern, queue in self.routes:
+                if method == record["method"] and pattern.match(record["path"]):
+                    return queue.pop(0) if len(queue) > 1 else queue[0]
+        return 404, {"error": "no route in the fake API"}, {}
+
+    def calls(self, method: str, path: str) -> list[dict]:
+        return [r for r in self.requests if r["method"] == method and re.match(path + "$", r["path"])]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_api():
+    api = FakeApi()
+    yield api
+    api.close()

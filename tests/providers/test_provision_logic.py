@@ -1,0 +1,79 @@
+"""Choosing offers and confirming terminations, with an in-memory provider."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpubench import fleet
+from gpubench.providers.common import Instance, InstanceState, NotFoundError, Offer
+from gpubench.provision import NoOfferError, ProvisionRequest, matching_offers, plan
+
+OFFERS = [Offer("p", "a", "H100 SXM", 8, 24.0, available=1), Offer("p", "b", "H100 PCIe", 1, 2.5, available=1),
+          Offer("p", "c", "RTX 4090", 1, 0.4, available=0), Offer("p", "d", "RTX 4090", 1, 0.5, available=2),
+          Offer("p", "e", "A100 PCIe", 1, 1.3, region="us-east-1", available=1)]
+
+
+class Catalog:
+    name = "p"
+
+    def offers(self, gpus=None, gpu_type=None, interruptible=False):
+        return list(OFFERS)
+
+
+def test_cheapest_available_first():
+    assert [o.offer_id for o in matching_offers(OFFERS, gpus=1)] == ["d", "e", "b"]
+    assert [o.offer_id for o in matching_offers(OFFERS, gpus=1, gpu_type="h100")] == ["b"]
+    assert [o.offer_id for o in matching_offers(OFFERS, gpus=1, max_price=1.0)] == ["d"]
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(gpus=2), "no p offer with 2 GPU(s)"),
+    (dict(gpus=1, gpu_type="B200"), "of type B200"),
+    (dict(gpus=1, gpu_type="H100", max_price=1.0), "cheapest is $2.50/h"),
+    (dict(gpus=1, gpu_type="4090", max_price=0.45), "sold out"),
+    (dict(gpus=1, region="eu-west-9"), "in region eu-west-9"),
+])
+def test_why_no_offer_matches(kw, words):
+    with pytest.raises(NoOfferError) as e:
+        plan(Catalog(), ProvisionRequest("p", **kw))
+    assert words in str(e.value)
+
+
+class Liar:
+    """Terminate answers success; the instance goes only after `lies` more calls."""
+
+    name = "liar"
+
+    def __init__(self, lies: int) -> None:
+        self.lies = lies
+        self.calls = 0
+        self.alive = True
+
+    def terminate(self, iid):
+        self.calls += 1
+        if self.calls > self.lies:
+            self.alive = False
+
+    def _inst(self):
+        return Instance("liar", "i1", "gpubench-x", InstanceState.RUNNING, raw_status="running")
+
+    def get(self, iid):
+        if not self.alive:
+            raise NotFoundError("liar", "GET", "gone")
+        return self._inst()
+
+    def list(self):
+        return [self._inst()] if self.alive else []
+
+
+def test_terminate_resent_until_gone():
+    liar = Liar(lies=1)
+    said = []
+    gone, why = fleet.terminate_confirmed(liar, "i1", deadline_s=5, say=said.append, poll_s=0.01)
+    assert gone and liar.calls == 2 and "still running" in said[0]
+
+
+def test_terminate_that_never_takes_is_reported_not_done():
+    liar = Liar(lies=99)
+    gone, why = fleet.terminate_confirmed(liar, "i1", deadline_s=0.3, poll_s=0.01)
+    assert not gone and "still running" in why and liar.calls == fleet.MAX_TERMINATE_CALLS
