@@ -4,12 +4,14 @@ Envelopes: `{"data": ...}` on success, `{"error": {code, message, suggestion?}}`
 Auth: `Authorization: Bearer KEY`, or Basic with `KEY:` (or the bare key) as credentials.
 Status words: booting -> active; preempted when a `dies` fault kills it.
 
-Mock extension: an active instance carries `ssh_port` beside `ip`, because every mock
-instance's sshd listens on 127.0.0.1 on its own port where a real one listens on ip:22.
+Mock extension: an active instance carries `ssh_port` and `ssh_user` beside `ip`, because
+every mock instance's sshd listens on 127.0.0.1 on its own port (where a real one listens on
+ip:22) and logs in the OS user running the mock (where Lambda's images log in `ubuntu`).
 """
 
 from __future__ import annotations
 
+import getpass
 import re
 import subprocess
 import tempfile
@@ -86,6 +88,7 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
         out["hostname"] = inst.extra["hostname"]
     if active:
         out.update({"ip": "127.0.0.1", "private_ip": "127.0.0.1", "ssh_port": inst.ssh_port,
+                    "ssh_user": getpass.getuser(),
                     "hostname": inst.extra.get("hostname") or f"mock-{inst.id[:8]}",
                     "jupyter_token": inst.id[::-1], "jupyter_url": None})
     return out

@@ -24,10 +24,6 @@ def cloud(tmp_path, monkeypatch):
     c = mock.MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
     for k, v in c.env().items():
         monkeypatch.setenv(k, v)
-    # The mock's sshd logs in the user running it, not Lambda's ubuntu.
-    import getpass
-
-    monkeypatch.setenv("GPUBENCH_LAMBDA_SSH_USER", getpass.getuser())
     yield c
     c.stop()
 
