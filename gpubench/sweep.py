@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from gpubench.errors import UsageError
@@ -55,6 +55,13 @@ class SweepPlan:
     run_id: str = ""
     timeout: float = DEFAULT_TIMEOUT_S
     invocation: str = field(default_factory=lambda: " ".join(["gpubench", *sys.argv[1:]]))
+    force: bool = False  # run counts that already have an ok record too
+
+
+@dataclass
+class SweepResult:
+    records: list[dict] = field(default_factory=list)  # appended by this sweep
+    skipped: dict[int, dict] = field(default_factory=dict)  # count -> its earlier ok record
 
 
 def finish_record(outcome: RunOutcome, plan: SweepPlan, machine: Machine, procs: int) -> dict:
@@ -68,6 +75,7 @@ def finish_record(outcome: RunOutcome, plan: SweepPlan, machine: Machine, procs:
         record["status"] = "failed"
         record["error"] = outcome.error or "no result record"
     record["workload"] = plan.workload.name  # the name the user knows it by
+    record["workload_args"] = list(plan.workload_args)  # what a rerun is matched on
     record["device_name"] = record.get("gpu_name")
     price = machine.price_for(procs)
     record.update({
@@ -90,16 +98,48 @@ def finish_record(outcome: RunOutcome, plan: SweepPlan, machine: Machine, procs:
     return record
 
 
-def run_sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
-              echo: Callable[[str], None]) -> list[dict]:
-    """Run each count of the plan in turn; every count gets a record, ok or failed."""
+def recorded_counts(records: list[dict], plan: SweepPlan, machine: Machine) -> dict[int, dict]:
+    """Counts of this plan that already have an ok record: same workload, provider,
+    instance type, GPU, workload arguments and count. The newest record wins."""
+    found: dict[int, dict] = {}
+    wanted = {procs * machine.nodes: procs for procs in plan.counts}
+    for record in records:
+        if (record.get("status") == "ok"
+                and record.get("workload") == plan.workload.name
+                and record.get("provider") == machine.provider
+                and record.get("instance_type") == machine.instance_type
+                and record.get("gpu_name") == machine.gpu_name
+                and record.get("nodes", 1) == machine.nodes
+                and record.get("workload_args") == list(plan.workload_args)
+                and record.get("gpu_count") in wanted):
+            procs = wanted[record["gpu_count"]]
+            if procs not in found or str(record.get("time")) >= str(found[procs].get("time")):
+                found[procs] = record
+    return found
+
+
+def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
+          echo: Callable[[str], None]) -> SweepResult:
+    """Run each count of the plan in turn; every count run gets a record, ok or failed.
+
+    A count that already has an ok record is skipped unless plan.force, so a sweep
+    that stopped half-way (a lost machine, Ctrl-C) resumes at its first count
+    without one when it is run again.
+    """
     machine = launcher.machine()
-    records = []
+    result = SweepResult()
+    if not plan.force:
+        result.skipped = recorded_counts(store.load().records, plan, machine)
     for procs in plan.counts:
         if machine.max_procs is not None and procs > machine.max_procs:
             echo(f"skipping {procs} GPUs: {machine.instance_type} has {machine.max_procs}")
             continue
         prefix = f"[{procs} gpu{'s' if procs > 1 else ''}] "
+        if procs in result.skipped:
+            earlier = result.skipped[procs]
+            echo(f"{prefix}already recorded (run {earlier.get('run_id')}, {earlier.get('time')}); "
+                 "skipping (--force runs it again)")
+            continue
         echo(f"{prefix}{plan.workload.name} on {machine.provider} ({machine.gpu_name})")
         outcome = launcher.run(plan.workload, procs, plan.workload_args,
                                lambda line, p=prefix: echo(p + line), plan.timeout)
@@ -107,5 +147,11 @@ def run_sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
         store.append(plan.run_id, record)
         if record["status"] != "ok":
             echo(f"{prefix}failed: {record['error']}")
-        records.append(record)
-    return records
+        result.records.append(record)
+    return result
+
+
+def run_sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
+              echo: Callable[[str], None]) -> list[dict]:
+    """Run every count of the plan, recorded or not, and return the new records."""
+    return sweep(launcher, replace(plan, force=True), store, echo).records

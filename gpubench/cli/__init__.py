@@ -8,9 +8,11 @@ import sys
 import typer
 
 from gpubench import __version__
-from gpubench.cli import report_cmd, run_cmd, workloads_cmd
+from gpubench.cli import (bench_cmd, down_cmd, ls_cmd, mock_cmd, offers_cmd, provision_cmd,
+                          report_cmd, run_cmd, ssh_cmd, workloads_cmd)
 from gpubench.cli.render import err
 from gpubench.errors import GpubenchError
+from gpubench.providers.common import ProviderError
 
 app = typer.Typer(
     name="gpubench",
@@ -39,6 +41,13 @@ def root(
 run_cmd.register(app)
 report_cmd.register(app)
 workloads_cmd.register(app)
+mock_cmd.register(app)
+offers_cmd.register(app)
+provision_cmd.register(app)
+ls_cmd.register(app)
+down_cmd.register(app)
+ssh_cmd.register(app)
+bench_cmd.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,6 +57,9 @@ def main(argv: list[str] | None = None) -> None:
     except GpubenchError as e:
         err(f"error: {e}")
         sys.exit(e.exit_code)
+    except ProviderError as e:  # a provider's refusal, in its own words
+        err(f"error: {e}")
+        sys.exit(1)
     except typer.TyperException as e:  # typer's own usage errors: bad option, missing argument
         if type(e).__name__ == "NoArgsIsHelpError":
             print(e.format_message())

@@ -1,4 +1,5 @@
-"""`gpubench run`: sweep a workload over GPU counts, record, report."""
+"""`gpubench run`: sweep a workload over GPU counts, here or on a machine over
+SSH (--on), record, report."""
 
 from __future__ import annotations
 
@@ -16,33 +17,78 @@ def run(
                                                         help="Arguments after -- go to the workload."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU counts to sweep, e.g. 1,2,4 "
                                        "[default: 1 and powers of two up to the GPUs present]."),
+    on: Optional[str] = typer.Option(None, "--on", help="Run on an instance from the ledger (its name) "
+                                     "or on your own machine: user@host[:port] with --key."),
+    key: Optional[Path] = typer.Option(None, "--key", help="SSH private key for --on user@host "
+                                       "[default: gpubench's own key]."),
+    price: Optional[float] = typer.Option(None, "--price", help="$/h of the --on machine, for the cost "
+                                          "columns [default: the ledger's price; unknown for user@host]."),
+    remote_python: str = typer.Option("python3", "--remote-python",
+                                      help="The Python with torch on the --on machine."),
+    remote_dir: str = typer.Option("gpubench", "--remote-dir",
+                                   help="Working directory on the --on machine (relative to its home)."),
+    connect_wait: float = typer.Option(30.0, "--connect-wait", min=1,
+                                       help="Seconds to keep trying an --on machine that does not answer."),
     results: Optional[Path] = typer.Option(None, "--results", help="Results directory [default: ./results]."),
+    force: bool = typer.Option(False, "--force", help="Run counts that already have an ok record again."),
     timeout: float = typer.Option(3600.0, "--timeout", min=1, help="Seconds allowed for each run."),
 ) -> None:
     """Run WORKLOAD at each GPU count with torchrun and print the speedup/cost table."""
     from gpubench import suite
-    from gpubench.launch.local import LocalLauncher, torch_python
-    from gpubench.results import ResultsStore, new_run_id
-    from gpubench.sweep import SweepPlan, default_counts, parse_counts, run_sweep
+    from gpubench.results import ResultsStore
 
     ref = suite.resolve(workload)
-    counts = parse_counts(gpus) if gpus is not None else None
+    counts = _counts(gpus)
     store = ResultsStore.for_writing(results)
-    torch_python()
-    launcher = LocalLauncher()
+    args = list(workload_args or [])
+    if on is None:
+        from gpubench.launch.local import LocalLauncher, torch_python
+
+        torch_python()
+        _sweep_and_report(LocalLauncher(), ref, counts, args, store, timeout, force)
+        return
+
+    from gpubench import paths
+    from gpubench.launch.ssh import open_launcher
+    from gpubench.remote.connection import ConnectOptions
+    from gpubench.remote.session import RemoteLayout, SessionOptions
+    from gpubench.remote.targets import resolve
+
+    host = resolve(on, key, price)
+    remote_dir = remote_dir[2:] if remote_dir.startswith("~/") else remote_dir  # relative to home
+    options = SessionOptions(remote_python, RemoteLayout(remote_dir), ConnectOptions(wait=connect_wait))
+    launcher = open_launcher(host, paths.known_hosts_path(), options, out)
+    with launcher.session:
+        launcher.prepare(ref)
+        _sweep_and_report(launcher, ref, counts, args, store, timeout, force)
+
+
+def _counts(gpus: str | None) -> list[int] | None:
+    from gpubench.sweep import parse_counts
+
+    return parse_counts(gpus) if gpus is not None else None
+
+
+def _sweep_and_report(launcher, ref, counts, args, store, timeout, force) -> None:
+    from gpubench.results import new_run_id
+    from gpubench.sweep import SweepPlan, default_counts, sweep
+
     machine = launcher.machine()
-    plan = SweepPlan(ref, counts or default_counts(machine), list(workload_args or []),
-                     new_run_id(), timeout)
-    records = run_sweep(launcher, plan, store, out)
-    if not records:
+    plan = SweepPlan(ref, counts or default_counts(machine), args, new_run_id(), timeout, force=force)
+    result = sweep(launcher, plan, store, out)
+    if not result.records and not result.skipped:
         err("error: no GPU count of the sweep fits this machine")
         raise typer.Exit(1)
-    out(f"\n{len(records)} record(s) of run {plan.run_id} appended to {store.directory}/{plan.run_id}.jsonl\n")
+    if result.records:
+        out(f"\n{len(result.records)} record(s) of run {plan.run_id} appended to "
+            f"{store.directory}/{plan.run_id}.jsonl\n")
+    else:
+        out("\nevery count of the sweep was already recorded; nothing ran (--force runs them again)\n")
 
     from gpubench.cli.report_cmd import render_report
 
     out(render_report(store.load().records, "table", workload=ref.name))
-    if any(r["status"] != "ok" for r in records):
+    if any(r["status"] != "ok" for r in result.records):
         raise typer.Exit(1)
 
 

@@ -58,7 +58,7 @@ def test_failed_run_is_recorded_and_exit_is_nonzero(tmp_path):
     record = json.loads(next(results.glob("*.jsonl")).read_text())
     assert record["status"] == "failed"
     assert "unrecognized arguments: --no-such-flag" in record["error"]
-    assert "failed: mnist-ddp at 1 GPUs" in proc.stdout
+    assert "[1 gpu] failed: mnist_ddp.py: error: unrecognized arguments" in proc.stdout
 
 
 def test_workload_runs_without_torchrun_as_a_world_of_one(tmp_path):

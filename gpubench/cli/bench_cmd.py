@@ -1,0 +1,67 @@
+"""`gpubench bench`: rent a machine, sweep workloads on it, report, give it back."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from gpubench.cli.render import out
+
+
+def bench(
+    provider: str = typer.Argument(..., help="lambda, vast or runpod."),
+    workload_args: Optional[List[str]] = typer.Argument(None, metavar="[-- WORKLOAD_ARGS]",
+                                                        help="Arguments after -- go to every workload."),
+    gpus: int = typer.Option(..., "--gpus", help="GPUs on the machine to rent."),
+    workload: str = typer.Option(..., "--workload", help="Workloads to sweep, e.g. mnist-ddp,gpt-ddp."),
+    counts: Optional[str] = typer.Option(None, "--counts", help="GPU counts to sweep "
+                                         "[default: 1 and powers of two up to --gpus]."),
+    gpu_type: Optional[str] = typer.Option(None, "--gpu-type", help="e.g. H100, A100, 'RTX 4090'."),
+    max_price: Optional[float] = typer.Option(None, "--max-price", help="Highest $/h for the machine."),
+    disk: int = typer.Option(100, "--disk", help="Disk in GB."),
+    image: Optional[str] = typer.Option(None, "--image", help="Container image (Vast.ai, RunPod)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Instance name [default: PROVIDER-xxxxxx]."),
+    keep: bool = typer.Option(False, "--keep", help="Leave the machine running afterwards."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before spending money."),
+    force: bool = typer.Option(False, "--force", help="Run counts that already have an ok record again."),
+    remote_python: str = typer.Option("python3", "--remote-python", help="The Python with torch there."),
+    results: Optional[Path] = typer.Option(None, "--results", help="Results directory [default: ./results]."),
+    timeout: float = typer.Option(3600.0, "--timeout", min=1, help="Seconds allowed for each run."),
+) -> None:
+    """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
+    from gpubench import suite
+    from gpubench.bench import BenchRequest, bench as run_bench
+    from gpubench.errors import UsageError
+    from gpubench.results import ResultsStore
+    from gpubench.sweep import parse_counts
+
+    refs = [suite.resolve(w.strip()) for w in workload.split(",") if w.strip()]
+    if not refs:
+        raise UsageError("--workload: name at least one workload (see 'gpubench workloads')")
+    store = ResultsStore.for_writing(results)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("nothing rented: pass --yes to rent without a terminal to confirm on")
+        if not typer.confirm(f"Rent a {gpus}-GPU machine on {provider} for this bench "
+                             "(terminated at the end unless --keep)?", default=False):
+            raise typer.Exit(1)
+    req = BenchRequest(provider, gpus, refs, list(workload_args or []),
+                       parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
+                       name, keep, force, timeout, remote_python)
+    result = run_bench(req, store, out)
+
+    from gpubench.cli.report_cmd import render_report
+
+    records = store.load().records
+    for ref in refs:
+        out("")
+        out(render_report(records, "table", workload=ref.name))
+    if any(r["status"] != "ok" for r in result.records):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)

@@ -1,0 +1,241 @@
+"""Launch workloads with torchrun on a machine over SSH (the `ssh` provider and
+every rented instance).
+
+Each run gets an id, carried in the environment of every process it starts
+(GPUBENCH_RUN=<id>: the `timeout` that bounds it, torchrun, and torchrun's
+workers, which sit in sessions of their own), and a marker file in the remote
+runs directory while it lasts. Ctrl-C, a timeout, or a dropped connection then
+stops exactly the processes carrying that id, instead of leaving them on a paid
+GPU; a run orphaned by a connection that never came back is stopped when the
+next session opens. A dropped connection is re-established and the same count
+runs again from the start.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+import uuid
+from pathlib import Path, PurePosixPath
+
+from gpubench.launch.base import LineSink, Machine, RunOutcome
+from gpubench.launch.local import _error_line as error_line
+from gpubench.remote.envcheck import RemoteEnv
+from gpubench.remote.errors import ConnectionLostError, SshError
+from gpubench.remote.session import RemoteSession, SessionOptions
+from gpubench.remote.targets import SSH_PROVIDER, RemoteHost
+from gpubench.suite import WorkloadRef, workloads_dir
+
+RUN_TAG = "GPUBENCH_RUN"
+KILL_GRACE_S = 5  # between SIGTERM (torchrun stops its workers) and SIGKILL
+TIMEOUT_EXIT = 124  # coreutils `timeout`
+LOCAL_MARGIN_S = 60  # the remote `timeout` acts first; this covers a hung link
+
+# Stops every process whose environment carries one of the given run ids; runs
+# with the remote python, stdlib only.
+KILL_RUNS = r'''
+import os, signal, sys, time
+tags = {("GPUBENCH_RUN=%s" % i).encode() for i in sys.argv[2:]}
+me = os.getpid()
+def tagged():
+    found = set()
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != me:
+            try:
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if tags & set(f.read().split(b"\0")):
+                        found.add(int(d))
+            except OSError:
+                pass
+    return found
+def send(sig, pids):
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+pids = tagged()
+send(signal.SIGTERM, pids)
+deadline = time.time() + float(sys.argv[1])
+while time.time() < deadline and tagged():
+    time.sleep(0.2)
+send(signal.SIGKILL, tagged())
+print(len(pids))
+'''
+
+
+def remote_script(workload: WorkloadRef) -> str:
+    """The script's path relative to the remote base: suite and user scripts sit side by side."""
+    return str(PurePosixPath("workloads") / workload.script.name)
+
+
+def machine_for(host: RemoteHost, env: RemoteEnv) -> Machine:
+    """The Machine the records describe: the provider's word first, the machine's own second.
+
+    A user's own machine (the `ssh` provider) has no type name: it is called by its
+    host, so that two different machines never pass for each other's records.
+    """
+    gpus = env.gpus
+    count = host.gpu_count if host.gpu_count is not None else len(gpus)
+    name = host.gpu_name or (gpus[0] if gpus else "cpu")
+    mine = host.target.host if host.provider == SSH_PROVIDER else ""
+    if count <= 0:
+        itype = host.instance_type or f"{mine or host.provider}: {env.cpu_count}-core cpu"
+        return Machine(host.provider, itype, "cpu", 0, host.price_per_hour, "cpu")
+    itype = host.instance_type or (f"{mine}: " if mine else "") + f"{count}x {name}"
+    return Machine(host.provider, itype, name, count, host.price_per_hour, "cuda")
+
+
+class SshLauncher:
+    def __init__(self, session: RemoteSession, machine: Machine) -> None:
+        self.session = session
+        self._machine = machine
+        self._synced: set[Path] = set()
+
+    def machine(self) -> Machine:
+        return self._machine
+
+    def prepare(self, workload: WorkloadRef) -> None:
+        """Get the workload onto the machine with what it needs: once per session
+        for the suite, once per machine for its packages."""
+        if workload.script not in self._synced:
+            suite = workloads_dir()
+            script = None if workload.script.parent == suite else workload.script
+            self.session.upload(suite, script)
+            self._synced |= {p for p in suite.glob("*.py")} | ({script} if script else set())
+        self.session.install_requirements(workload.script)
+
+    # ------------------------------------------------------------------ commands
+    def command(self, workload: WorkloadRef, procs: int, record_file: str,
+                workload_args: list[str]) -> list[str]:
+        """The torchrun command as the machine runs it, paths relative to the remote base."""
+        return [*shlex.split(self.session.python), "-m", "torch.distributed.run", "--standalone",
+                f"--nproc_per_node={procs}", remote_script(workload), "--record-file", record_file,
+                *workload_args]
+
+    def environment(self, procs: int) -> dict[str, str]:
+        env = {"PYTHONUNBUFFERED": "1"}
+        if self.session.env is not None and not self.session.env.cuda_available:
+            # as locally: CPU processes share the cores out fairly
+            env["OMP_NUM_THREADS"] = str(max(1, self.session.env.cpu_count // procs))
+        return env
+
+    def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float) -> str:
+        """cd to the base, mark the run, and start it tagged, in a session of its own,
+        under `timeout` (which also bounds a run whose controller has gone)."""
+        q = shlex.quote
+        assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
+        return (f"cd {q(self.session.layout.base)} && mkdir -p runs && : > runs/{run_id}.running && "
+                f"exec setsid -w env {RUN_TAG}={run_id} timeout -k 10 {max(1, int(timeout))} "
+                f"env {assignments} {shlex.join(cmd)}")
+
+    # ------------------------------------------------------------------ running
+    def run(self, workload: WorkloadRef, procs: int, workload_args: list[str],
+            on_line: LineSink, timeout: float) -> RunOutcome:
+        """Run one count; after a dropped connection, reconnect and run it again.
+
+        The count has no record yet, so running it again from the start is resuming
+        the sweep at its first count without one. The session's reconnect budget
+        bounds the retries; once it is spent, ConnectionLostError reaches the caller.
+        """
+        for _ in range(self.session.reconnects_left + 1):
+            try:
+                return self._run_once(workload, procs, workload_args, on_line, timeout)
+            except ConnectionLostError:
+                self.session.reconnect()  # raises once the reconnects are spent
+                self.stop_leftovers()  # the run the lost connection orphaned
+                on_line("reconnected; running this count again from the start")
+        raise ConnectionLostError(f"lost the SSH connection to {self.session.target} too often")
+
+    def _run_once(self, workload: WorkloadRef, procs: int, workload_args: list[str],
+                  on_line: LineSink, timeout: float) -> RunOutcome:
+        run_id = uuid.uuid4().hex
+        record_file = f"runs/{run_id}.json"
+        cmd = self.command(workload, procs, record_file, workload_args)
+        line = self.shell_line(run_id, cmd, self.environment(procs), timeout)
+        start = time.perf_counter()
+        try:
+            result = self.session.conn.stream(line, on_line, timeout + LOCAL_MARGIN_S)
+        except ConnectionLostError:
+            raise
+        except BaseException:  # Ctrl-C: the run must not outlive us
+            self._stop_quietly(run_id)
+            raise
+        elapsed = time.perf_counter() - start
+        if result.timed_out:
+            self._stop_quietly(run_id)
+        code = -9 if result.timed_out or result.exit_code == TIMEOUT_EXIT else result.exit_code
+        record = self._collect(run_id, wanted=code == 0)
+        error = None
+        if code != 0:
+            error = error_line(result.tail, code if code is not None else -9, timeout)
+        elif record is None:
+            error = "the workload exited without writing a result record"
+        script = remote_script(workload)
+        shown = [f"{self.session.layout.base}/{arg}" if arg == script else arg for arg in cmd]
+        shown[shown.index("--record-file") + 1] = "RECORD"
+        return RunOutcome(code if code is not None else -9, record, shown, elapsed, error,
+                          result.tail)
+
+    def _collect(self, run_id: str, wanted: bool) -> dict | None:
+        """The run's record (when `wanted`), and its files removed from the machine."""
+        q = shlex.quote
+        runs = f"{self.session.layout.base}/runs"
+        show = f"cat {q(runs)}/{run_id}.json 2>/dev/null; " if wanted else ""
+        _, text = self.session.conn.capture(
+            f"{show}rm -f {q(runs)}/{run_id}.json {q(runs)}/{run_id}.running", 60)
+        if not wanted:
+            return None
+        try:
+            record = json.loads(text)
+        except ValueError:
+            return None
+        return record if isinstance(record, dict) else None
+
+    def stop_leftovers(self) -> int:
+        """Stop runs an earlier, lost connection left behind (their marker files say
+        which); returns how many processes were stopped."""
+        q = shlex.quote
+        runs = f"{self.session.layout.base}/runs"
+        _, text = self.session.conn.capture(
+            f"for f in {q(runs)}/*.running; do [ -e \"$f\" ] && basename \"$f\" .running; done; true", 30)
+        ids = [t for t in text.split() if t.isalnum()]
+        if not ids:
+            return 0
+        stopped = self.kill(ids)
+        self.session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.running" for i in ids]]), 30)
+        self.session.echo(f"{self.session.target}: cleared {len(ids)} run(s) left over from a lost "
+                          f"connection ({stopped} process(es) still running, now stopped)")
+        return stopped
+
+    def kill(self, run_ids: list[str]) -> int:
+        """Stop every process of the given runs on the machine; returns how many there were."""
+        q = shlex.quote
+        _, text = self.session.conn.capture(
+            f"{self.session.python} -c {q(KILL_RUNS)} {KILL_GRACE_S} {' '.join(run_ids)}",
+            KILL_GRACE_S + 20)
+        last = (text.split() or ["0"])[-1]
+        return int(last) if last.isdigit() else 0
+
+    def _stop_quietly(self, run_id: str) -> None:
+        try:
+            self.kill([run_id])
+            self._collect(run_id, wanted=False)
+        except (SshError, OSError):
+            pass  # the link is gone too: the next session stops it, `timeout` bounds it
+
+
+def open_launcher(host: RemoteHost, known_hosts: Path, options: SessionOptions,
+                  echo: LineSink) -> SshLauncher:
+    """Connect to `host`, check its environment once, and return a launcher for it.
+    The caller closes `launcher.session` (a `with` on it does)."""
+    session = RemoteSession(host.target, known_hosts, options, echo)
+    try:
+        env = session.open()
+        launcher = SshLauncher(session, machine_for(host, env))
+        launcher.stop_leftovers()
+    except BaseException:
+        session.close()
+        raise
+    return launcher

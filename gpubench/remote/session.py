@@ -1,0 +1,117 @@
+"""A working session on one machine: the connection, the remote directory
+layout, the environment found there, and reconnecting when the link drops.
+
+Remote layout, under a base directory relative to the remote home by default:
+    <base>/workloads/  mirror of the suite (+ the user's script), kept by rsync --delete
+    <base>/runs/       each run's record file, removed once fetched
+    <base>/state/      the environment check and install markers, kept across sweeps
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from gpubench.remote import envcheck, packages, sync
+from gpubench.remote.connection import ConnectOptions, SshConnection
+from gpubench.remote.envcheck import RemoteEnv
+from gpubench.remote.errors import ConnectionLostError, HostUnreachableError
+from gpubench.remote.target import SshTarget
+
+DEFAULT_BASE = "gpubench"
+DEFAULT_RECONNECTS = 3
+
+
+@dataclass(frozen=True)
+class RemoteLayout:
+    base: str = DEFAULT_BASE
+
+    @property
+    def workloads(self) -> str:
+        return f"{self.base}/workloads"
+
+    @property
+    def runs(self) -> str:
+        return f"{self.base}/runs"
+
+    @property
+    def state(self) -> str:
+        return f"{self.base}/state"
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    python: str = "python3"
+    layout: RemoteLayout = RemoteLayout()
+    connect: ConnectOptions = ConnectOptions()
+    reconnects: int = DEFAULT_RECONNECTS  # in all, over the whole session
+
+
+class RemoteSession:
+    def __init__(self, target: SshTarget, known_hosts: Path,
+                 options: SessionOptions = SessionOptions(),
+                 echo: Callable[[str], None] = lambda _: None) -> None:
+        self.target = target
+        self.known_hosts = known_hosts
+        self.options = options
+        self.echo = echo
+        self.conn = SshConnection(target, known_hosts, options.connect)
+        self.env: RemoteEnv | None = None
+        self.reconnects_left = options.reconnects
+
+    @property
+    def python(self) -> str:
+        return self.options.python
+
+    @property
+    def layout(self) -> RemoteLayout:
+        return self.options.layout
+
+    def open(self) -> RemoteEnv:
+        """Connect (pinning the host key on first contact) and check the environment."""
+        self.conn.open()
+        self.env = envcheck.check(self.conn, self.python, self.layout.state)
+        self.echo(f"{self.target}: {self.env.summary()}")
+        for note in self.env.warnings():
+            self.echo(f"{self.target}: note: {note}")
+        return self.env
+
+    def upload(self, suite_dir: Path, script: Path | None) -> sync.SyncResult:
+        """Mirror the suite (and a script outside it) into the remote workloads directory."""
+        extra = [script] if script is not None and script.parent != suite_dir else []
+        result = sync.sync(self.target, self.known_hosts, suite_dir, self.layout.workloads, extra)
+        self.echo(f"{self.target}: synced workloads ({result.files_transferred} file(s) sent, "
+                  f"{result.seconds:.1f}s)")
+        return result
+
+    def install_requirements(self, script: Path) -> list[str]:
+        return packages.ensure_installed(self.conn, self.python, self.layout.state,
+                                         packages.requirements(script), self.echo)
+
+    def reconnect(self) -> None:
+        """Open the connection again; gives up when the session's reconnects are spent."""
+        last = "no reconnect attempts left"
+        while self.reconnects_left > 0:
+            self.reconnects_left -= 1
+            used = self.options.reconnects - self.reconnects_left
+            self.echo(f"{self.target}: connection lost; reconnecting "
+                      f"(attempt {used} of {self.options.reconnects})")
+            try:
+                self.conn.open()
+                return
+            except HostUnreachableError as e:
+                last = str(e)
+                time.sleep(min(2.0, self.options.connect.retry_pause))
+        raise ConnectionLostError(f"lost the SSH connection to {self.target} and could not "
+                                  f"reconnect: {last}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "RemoteSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,74 @@
+"""`gpubench bench` against the mock cloud: rent, sweep over SSH, report, terminate,
+and terminate also when the sweep cannot even start."""
+
+import getpass
+
+import pytest
+
+mock = pytest.importorskip("gpubench.mock")
+
+from gpubench.cli import main  # noqa: E402
+from gpubench.ledger import Ledger  # noqa: E402
+from gpubench.results import ResultsStore  # noqa: E402
+from tests.remote.helpers import tiny_script  # noqa: E402
+
+
+@pytest.fixture
+def cloud(tmp_path, monkeypatch, gpubench_home):
+    c = mock.MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
+    for k, v in c.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("GPUBENCH_LAMBDA_SSH_USER", getpass.getuser())  # sshd logs in real users only
+    monkeypatch.setenv("GPUBENCH_POLL_INTERVAL", "0.05")
+    yield c
+    c.stop()
+
+
+def _gpubench(argv: list[str], capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    out, err = capsys.readouterr()
+    return exit_.value.code, out, err
+
+
+def test_bench_rents_sweeps_reports_and_terminates(cloud, tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    script = tiny_script(tmp_path)
+    code, out, err = _gpubench(["bench", "lambda", "--yes", "--gpus", "2", "--workload", str(script),
+                                "--counts", "1,4", "--name", "b1", "--results", str(results)], capsys)
+    assert code == 0, err
+    records = ResultsStore(results).load().records
+    assert [(r["gpu_count"], r["status"], r["provider"]) for r in records] == [(1, "ok", "lambda")]
+    entry = Ledger().find("b1")
+    assert entry.status == "terminated"
+    assert records[0]["instance_type"] == entry.instance_type and entry.instance_type
+    assert records[0]["gpu_name"] == entry.gpu_name
+    assert records[0]["price_per_hour"] == pytest.approx(entry.price_per_hour / 2)  # 1 GPU of 2
+    assert "[1 gpu] rank 0 of 1 started" in out and "skipping 4 GPUs" in out
+    assert "b1 terminated; the whole bench cost $" in out
+
+
+def test_bench_terminates_when_the_sweep_fails(cloud, tmp_path, capsys):
+    code, out, err = _gpubench(["bench", "lambda", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
+                                "--name", "b2", "--remote-python", "/no/such/python",
+                                "--results", str(tmp_path)], capsys)
+    assert code == 1
+    assert err.strip().splitlines() == [err.strip()] and "missing python" in err
+    assert Ledger().find("b2").status == "terminated"
+    assert "b2 terminated; the whole bench cost $" in out
+
+
+def test_bench_terminates_on_ctrl_c(cloud, tmp_path, capsys, monkeypatch):
+    import gpubench.sweep
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gpubench.sweep, "sweep", interrupted)
+    code, out, err = _gpubench(["bench", "lambda", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
+                                "--name", "b3", "--results", str(tmp_path)], capsys)
+    assert code == 130, (out, err)
+    assert Ledger().find("b3").status == "terminated"
+    assert "b3 terminated; the whole bench cost $" in out
