@@ -17,13 +17,10 @@ from pathlib import Path
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
+from gpubench.remote.errors import HostKeyChangedError  # one error, wherever SSH was made
 
 
 class SshKeyError(GpubenchError):
-    pass
-
-
-class HostKeyChangedError(GpubenchError):
     pass
 
 
@@ -67,34 +64,11 @@ def host_entry(host: str, port: int) -> str:
     return host if port == 22 else f"[{host}]:{port}"
 
 
-def _known_hosts():
-    import paramiko
-
-    keys = paramiko.HostKeys()
-    path = paths.known_hosts_path()
-    if path.exists():
-        keys.load(str(path))
-    return keys
-
-
 def pin_host_key(host: str, port: int, key) -> None:
     """Accept `key` for host:port on first contact; refuse a different one later."""
-    entry = host_entry(host, port)
-    keys = _known_hosts()
-    known = keys.lookup(entry)
-    if known is not None:
-        same = known.get(key.get_name())
-        if same is not None and same.asbytes() == key.asbytes():
-            return
-        raise HostKeyChangedError(
-            f"the host key of {entry} has changed since it was pinned in {paths.known_hosts_path()}; "
-            f"refusing to connect (if the machine was replaced, 'gpubench down' it or remove the "
-            f"line for {entry})")
-    path = paths.known_hosts_path()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with path.open("a") as f:
-        f.write(f"{entry} {key.get_name()} {key.get_base64()}\n")
-    os.chmod(path, 0o600)
+    from gpubench.remote.hostkeys import pin
+
+    pin(paths.known_hosts_path(), host_entry(host, port), key)
 
 
 def forget_host(host: str | None, port: int | None) -> None:

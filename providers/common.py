@@ -7,6 +7,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gpubench.errors import GpubenchError
+
 
 class InstanceState(str, enum.Enum):
     PENDING = "pending"        # asked for, not yet booted
@@ -70,7 +72,7 @@ class Instance:
     extra: dict = field(default_factory=dict)
 
 
-class ProviderError(Exception):
+class ProviderError(GpubenchError):
     """A provider refused or failed a call. Carries enough to say what happened in one line."""
 
     kind = "provider error"

@@ -12,7 +12,6 @@ from gpubench.cli import (bench_cmd, down_cmd, ls_cmd, mock_cmd, offers_cmd, pro
                           report_cmd, run_cmd, ssh_cmd, workloads_cmd)
 from gpubench.cli.render import err
 from gpubench.errors import GpubenchError
-from gpubench.providers.common import ProviderError
 
 app = typer.Typer(
     name="gpubench",
@@ -54,12 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: click's own usage errors and ours both end as one line."""
     try:
         code = app(args=argv, prog_name="gpubench", standalone_mode=False)
-    except GpubenchError as e:
+    except GpubenchError as e:  # ours, and a provider's refusal in its own words
         err(f"error: {e}")
         sys.exit(e.exit_code)
-    except ProviderError as e:  # a provider's refusal, in its own words
-        err(f"error: {e}")
-        sys.exit(1)
     except typer.TyperException as e:  # typer's own usage errors: bad option, missing argument
         if type(e).__name__ == "NoArgsIsHelpError":
             print(e.format_message())
@@ -75,4 +71,6 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(1)
+    if code == 130:  # typer turns Ctrl-C into exit code 130
+        err("interrupted")
     sys.exit(code if isinstance(code, int) else 0)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from gpubench.errors import RunError
 from gpubench.launch.base import LineSink, Machine, RunOutcome
-from gpubench.launch.process import stream_process
+from gpubench.launch.process import failure_line, stream_process
 from gpubench.suite import WorkloadRef
 
 
@@ -77,7 +76,7 @@ class LocalLauncher:
             record = _read_record(record_file) if returncode == 0 else None
         error = None
         if returncode != 0:
-            error = _error_line(tail, returncode, timeout)
+            error = failure_line(tail, returncode, timeout)
         elif record is None:
             error = "the workload exited without writing a result record"
         shown = [Path(cmd[0]).name, *cmd[1:]]
@@ -91,23 +90,3 @@ def _read_record(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
-
-
-def _error_line(tail: list[str], returncode: int, timeout: float) -> str:
-    """The most telling line of a failed run: the workload's own error, not torchrun's."""
-    if returncode == -9:
-        return f"timed out after {timeout:.0f}s"
-    for line in reversed(tail):
-        text = line.strip()
-        head = text.split(":", 1)[0]
-        if "ChildFailedError" in text or "elastic" in text:
-            continue
-        if text.startswith("error:") or ": error: " in text or (
-                head.endswith(("Error", "Exception", "Interrupt")) and " " not in head):
-            return text
-    last = next((t.strip() for t in reversed(tail) if t.strip()), "")
-    return f"exit code {returncode}" + (f": {last}" if last else "")
-
-
-def shell_command(cmd: list[str]) -> str:
-    return shlex.join(cmd)

@@ -57,3 +57,19 @@ def _kill_group(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+
+
+def failure_line(tail: list[str], returncode: int, timeout: float) -> str:
+    """The most telling line of a failed run: the workload's own error, not torchrun's."""
+    if returncode == -9:
+        return f"timed out after {timeout:.0f}s"
+    for line in reversed(tail):
+        text = line.strip()
+        head = text.split(":", 1)[0]
+        if "ChildFailedError" in text or "elastic" in text:
+            continue
+        if text.startswith("error:") or ": error: " in text or (
+                head.endswith(("Error", "Exception", "Interrupt")) and " " not in head):
+            return text
+    last = next((t.strip() for t in reversed(tail) if t.strip()), "")
+    return f"exit code {returncode}" + (f": {last}" if last else "")

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from gpubench.launch.base import LineSink, Machine, RunOutcome
-from gpubench.launch.local import _error_line as error_line
+from gpubench.launch.process import failure_line
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, SshError
 from gpubench.remote.session import RemoteSession, SessionOptions
@@ -169,7 +169,7 @@ class SshLauncher:
         record = self._collect(run_id, wanted=code == 0)
         error = None
         if code != 0:
-            error = error_line(result.tail, code if code is not None else -9, timeout)
+            error = failure_line(result.tail, code if code is not None else -9, timeout)
         elif record is None:
             error = "the workload exited without writing a result record"
         script = remote_script(workload)

@@ -28,6 +28,30 @@ def load_pinned(client: paramiko.SSHClient, path: Path) -> None:
         client.get_host_keys().load(str(path))
 
 
+def pin(path: Path, hostname: str, key: paramiko.PKey) -> None:
+    """Accept `key` for `hostname` on first contact; refuse a different one later."""
+    known = paramiko.HostKeys()
+    if path.is_file():
+        known.load(str(path))
+    pinned = known.lookup(hostname)
+    if pinned is None:
+        append_pin(path, hostname, key)
+        return
+    same = pinned.get(key.get_name())
+    if same is None or same.asbytes() != key.asbytes():
+        raise HostKeyChangedError(changed_key_message(hostname, path))
+
+
+def append_pin(path: Path, hostname: str, key: paramiko.PKey) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, f"{hostname} {key.get_name()} {key.get_base64()}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class PinOnFirstContact(paramiko.MissingHostKeyPolicy):
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -35,11 +59,5 @@ class PinOnFirstContact(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         if client.get_host_keys().lookup(hostname):
             raise HostKeyChangedError(changed_key_message(hostname, self.path))
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, f"{hostname} {key.get_name()} {key.get_base64()}\n".encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_pin(self.path, hostname, key)
         client.get_host_keys().add(hostname, key.get_name(), key)
