@@ -27,7 +27,7 @@ def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
 
     def kill() -> None:
         timed_out.set()
-        _kill_group(proc)
+        kill_group(proc)
 
     timer = threading.Timer(timeout, kill)
     timer.daemon = True
@@ -41,22 +41,27 @@ def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
             on_line(line)
         proc.wait()
     except BaseException:
-        _kill_group(proc)
+        kill_group(proc)
         raise
     finally:
         timer.cancel()
     return (-9 if timed_out.is_set() else proc.returncode), list(tail)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
+def kill_group(proc: subprocess.Popen, grace: float = 0.0) -> None:
+    """End a process group started with start_new_session: SIGTERM and up to `grace`
+    seconds to exit cleanly when grace > 0, then SIGKILL; bounded waits throughout."""
+    signals = ([signal.SIGTERM] if grace > 0 else []) + [signal.SIGKILL]
+    for sig in signals:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=grace if sig == signal.SIGTERM else 10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def failure_line(tail: list[str], returncode: int, timeout: float) -> str:

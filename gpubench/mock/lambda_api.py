@@ -207,13 +207,21 @@ def _ids(req: Request) -> list[str] | None:
     return ids
 
 
-def _terminate(req: Request, engine) -> Response:
+def _instances_named(req: Request, engine):
+    """The instances a terminate/restart body names, or the error Response to answer."""
     ids = _ids(req)
     if ids is None:
         return _invalid()
     insts = [engine.store.get(PROVIDER, i) for i in ids]
     if any(i is None for i in insts):
         return _not_found()
+    return insts
+
+
+def _terminate(req: Request, engine) -> Response:
+    insts = _instances_named(req, engine)
+    if isinstance(insts, Response):
+        return insts
     out = []
     for inst in insts:
         engine.terminate(inst)
@@ -222,12 +230,9 @@ def _terminate(req: Request, engine) -> Response:
 
 
 def _restart(req: Request, engine) -> Response:
-    ids = _ids(req)
-    if ids is None:
-        return _invalid()
-    insts = [engine.store.get(PROVIDER, i) for i in ids]
-    if any(i is None for i in insts):
-        return _not_found()
+    insts = _instances_named(req, engine)
+    if isinstance(insts, Response):
+        return insts
     out = []
     for inst in insts:
         if inst.phase == RUNNING:

@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from gpubench.launch.process import kill_group
 from gpubench.mock.state import MockInstance, Store
 
 SSHD = "/usr/sbin/sshd"
@@ -187,18 +188,7 @@ LogLevel ERROR
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=3)
+        kill_group(proc, grace=3)
 
     def stop(self, inst: MockInstance) -> None:
         """Stop the sshd and everything its sessions started (workloads run in their own sessions)."""
