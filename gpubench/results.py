@@ -55,7 +55,8 @@ class ResultsStore:
     def existing(cls, directory: Path | None) -> "ResultsStore":
         directory = Path(directory) if directory is not None else DEFAULT_DIR
         if not directory.is_dir():
-            raise ResultsError(f"results directory {directory} does not exist")
+            what = "is not a directory" if directory.exists() else "does not exist"
+            raise ResultsError(f"results directory {directory} {what}")
         return cls(directory)
 
     def files(self) -> list[Path]:
