@@ -18,6 +18,9 @@ from gpubench.launch.process import failure_line, stream_process
 from gpubench.suite import WorkloadRef
 
 
+PROVIDER_KEY_VARS = frozenset({"LAMBDA_API_KEY", "VAST_API_KEY", "RUNPOD_API_KEY"})
+
+
 def local_gpus() -> list[str]:
     """Names of this machine's NVIDIA GPUs, from nvidia-smi (no torch import)."""
     if not shutil.which("nvidia-smi"):
@@ -57,7 +60,8 @@ class LocalLauncher:
                 "--record-file", str(record_file), *workload_args]
 
     def environment(self, procs: int) -> dict[str, str]:
-        env = dict(os.environ)
+        # a workload (or a user's script) has no business with the cloud API keys
+        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_KEY_VARS}
         if not self._gpus:
             # CPU processes share the cores: give each its fair part, so that
             # 1 process is not compared with N processes that each think they own the machine.

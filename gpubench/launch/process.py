@@ -7,45 +7,69 @@ import os
 import signal
 import subprocess
 import threading
+import time
+import uuid
 
+from gpubench.launch import stop_tagged
 from gpubench.launch.base import LineSink
 
 TAIL_LINES = 200
+STOP_GRACE_S = 5.0  # SIGTERM to SIGKILL: torchrun needs a moment to stop its workers
+DRAIN_S = 5.0  # reading what is left in the pipe after the run ended
 
 
 def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
                    timeout: float) -> tuple[int, list[str]]:
-    """Run `cmd`, pass each output line to `on_line`, kill the whole group at `timeout`.
+    """Run `cmd`, pass each output line to `on_line`, stop it all at `timeout`.
 
-    Returns the exit code (-9 when killed for time) and the last lines of output.
-    Ctrl-C kills the group too, so no torchrun worker outlives gpubench.
+    Returns the exit code (-9 when stopped for time) and the last lines of output.
+    Every process the command starts carries a run id in its environment: torchrun's
+    workers sit in sessions of their own, so on a timeout or Ctrl-C torchrun gets
+    SIGTERM (it stops its workers) and then whatever still carries the id is killed.
     """
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    run_id = uuid.uuid4().hex
+    proc = subprocess.Popen(cmd, env={**env, stop_tagged.TAG_VAR: run_id},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, errors="replace", bufsize=1,
                             start_new_session=True)
-    timed_out = threading.Event()
-
-    def kill() -> None:
-        timed_out.set()
-        kill_group(proc)
-
-    timer = threading.Timer(timeout, kill)
-    timer.daemon = True
-    timer.start()
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-    try:
+
+    def pump() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             line = line.rstrip("\n")
             tail.append(line)
             on_line(line)
-        proc.wait()
-    except BaseException:
-        kill_group(proc)
+
+    reader = threading.Thread(target=pump, name="run-output", daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        while proc.poll() is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                stop_run(proc, run_id)
+                break
+            try:
+                proc.wait(timeout=min(0.5, remaining))
+            except subprocess.TimeoutExpired:
+                pass
+    except BaseException:  # Ctrl-C: nothing of the run may outlive gpubench
+        stop_run(proc, run_id)
         raise
-    finally:
-        timer.cancel()
-    return (-9 if timed_out.is_set() else proc.returncode), list(tail)
+    # Output still buffered is read to the end; a worker left holding the pipe is stopped.
+    reader.join(timeout=DRAIN_S)
+    if reader.is_alive():
+        stop_tagged.stop([run_id], grace=0)
+        reader.join(timeout=DRAIN_S)
+    return (-9 if timed_out else proc.returncode), list(tail)
+
+
+def stop_run(proc: subprocess.Popen, run_id: str) -> None:
+    kill_group(proc, grace=STOP_GRACE_S)
+    stop_tagged.stop([run_id], grace=STOP_GRACE_S)
 
 
 def kill_group(proc: subprocess.Popen, grace: float = 0.0) -> None:

@@ -19,6 +19,7 @@ import time
 import uuid
 from pathlib import Path, PurePosixPath
 
+from gpubench.launch import stop_tagged
 from gpubench.launch.base import LineSink, Machine, RunOutcome
 from gpubench.launch.process import failure_line
 from gpubench.remote.envcheck import RemoteEnv
@@ -27,42 +28,13 @@ from gpubench.remote.session import RemoteSession, SessionOptions
 from gpubench.remote.targets import SSH_PROVIDER, RemoteHost
 from gpubench.suite import WorkloadRef, workloads_dir
 
-RUN_TAG = "GPUBENCH_RUN"
+RUN_TAG = stop_tagged.TAG_VAR
 KILL_GRACE_S = 5  # between SIGTERM (torchrun stops its workers) and SIGKILL
 TIMEOUT_EXIT = 124  # coreutils `timeout`
 LOCAL_MARGIN_S = 60  # the remote `timeout` acts first; this covers a hung link
 
-# Stops every process whose environment carries one of the given run ids; runs
-# with the remote python, stdlib only.
-KILL_RUNS = r'''
-import os, signal, sys, time
-tags = {("GPUBENCH_RUN=%s" % i).encode() for i in sys.argv[2:]}
-me = os.getpid()
-def tagged():
-    found = set()
-    for d in os.listdir("/proc"):
-        if d.isdigit() and int(d) != me:
-            try:
-                with open("/proc/%s/environ" % d, "rb") as f:
-                    if tags & set(f.read().split(b"\0")):
-                        found.add(int(d))
-            except OSError:
-                pass
-    return found
-def send(sig, pids):
-    for p in pids:
-        try:
-            os.kill(p, sig)
-        except OSError:
-            pass
-pids = tagged()
-send(signal.SIGTERM, pids)
-deadline = time.time() + float(sys.argv[1])
-while time.time() < deadline and tagged():
-    time.sleep(0.2)
-send(signal.SIGKILL, tagged())
-print(len(pids))
-'''
+# The stop_tagged module's own source, run by the remote python.
+KILL_RUNS = Path(stop_tagged.__file__).read_text()
 
 
 def remote_script(workload: WorkloadRef) -> str:

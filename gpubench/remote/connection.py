@@ -181,11 +181,12 @@ class SshConnection:
 
         try:
             while True:
+                # checked on every pass: a command that keeps printing must stop at its deadline too
+                if time.monotonic() > deadline:
+                    return StreamResult(None, list(tail), timed_out=True)
                 try:
                     data = chan.recv(65536)
                 except socket.timeout:
-                    if time.monotonic() > deadline:
-                        return StreamResult(None, list(tail), timed_out=True)
                     if not self.alive:
                         break
                     continue

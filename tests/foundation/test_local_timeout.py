@@ -1,0 +1,46 @@
+"""A local run past its time is stopped whole: torchrun and the workers it put in
+sessions of their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+from tests.conftest import GPUBENCH, REPO, cpu_env
+
+SLEEPER = """\
+import os, sys, time
+print("rank", os.environ.get("RANK"), "pid", os.getpid(), flush=True)
+time.sleep(120)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_timeout_stops_torchrun_and_its_workers(tmp_path):
+    script = tmp_path / "sleeper.py"
+    script.write_text(SLEEPER)
+    results = tmp_path / "results"
+    results.mkdir()
+    start = time.monotonic()
+    proc = subprocess.run([GPUBENCH, "run", str(script), "--gpus", "2", "--results", str(results),
+                           "--timeout", "8"],
+                          capture_output=True, text=True, timeout=90, cwd=REPO, env=cpu_env())
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert elapsed < 45, f"the run took {elapsed:.0f}s to stop"
+    record = json.loads(next(results.glob("*.jsonl")).read_text())
+    assert record["status"] == "failed" and record["error"] == "timed out after 8s"
+    pids = [int(line.split()[-1]) for line in proc.stdout.splitlines() if " pid " in line]
+    assert len(pids) == 2
+    time.sleep(0.5)
+    assert not [p for p in pids if alive(p)], "a worker outlived its run"
+    assert os.getpid()  # the test process itself is untouched
