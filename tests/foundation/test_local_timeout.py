@@ -44,3 +44,29 @@ def test_timeout_stops_torchrun_and_its_workers(tmp_path):
     time.sleep(0.5)
     assert not [p for p in pids if alive(p)], "a worker outlived its run"
     assert os.getpid()  # the test process itself is untouched
+
+
+def test_ctrl_c_stops_the_run_and_its_workers(tmp_path):
+    import signal
+
+    script = tmp_path / "sleeper.py"
+    script.write_text(SLEEPER)
+    results = tmp_path / "results"
+    results.mkdir()
+    proc = subprocess.Popen([GPUBENCH, "run", str(script), "--gpus", "2", "--results", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            env=cpu_env())
+    pids: list[int] = []
+    deadline = time.monotonic() + 60
+    assert proc.stdout is not None
+    while len(pids) < 2 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if " pid " in line:
+            pids.append(int(line.split()[-1]))
+    assert len(pids) == 2
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+    time.sleep(0.5)
+    assert not [p for p in pids if alive(p)], "a worker outlived Ctrl-C"
