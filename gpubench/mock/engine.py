@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from gpubench.mock import catalog
 from gpubench.mock.faults import FaultBoard
@@ -77,24 +78,37 @@ class Engine:
             self.store.delete(inst.provider, inst.id)
         return True
 
-    def stop_instance(self, inst: MockInstance) -> MockInstance:
+    def mutate(self, provider: str, iid: str,
+               change: Callable[[MockInstance], bool | None]) -> MockInstance | None:
+        """Read-modify-write one instance: under the lock, read it afresh, let `change` edit it
+        in place and write it back. Returns the instance as written, or None if it is gone
+        (terminated meanwhile): nothing is written then. `change` may return False, before it
+        changes anything, to leave the instance as it was (a request it refuses). It runs under
+        the lock, so it must be quick: it must not start sshd (the ticker does that, see
+        mark_booting) and must not terminate the instance."""
         with self.lock:
-            self.host.stop(inst)
-            inst.phase = STOPPED
-            inst.running_since = None
-            self.store.put(inst)
-        return inst
+            inst = self.store.get(provider, iid)
+            if inst is None:
+                return None
+            if change(inst) is False:
+                return inst
+            return inst if self.store.update(inst) else None
 
-    def start_instance(self, inst: MockInstance) -> MockInstance:
-        with self.lock:
-            inst.phase = PENDING
-            inst.ready_at = time.time() + self.boot_delay
-            self.store.put(inst)
-        return inst
+    def mark_stopped(self, inst: MockInstance) -> None:
+        """Inside `mutate`: stop the instance's sshd and everything it started."""
+        self.host.stop(inst)
+        inst.phase = STOPPED
+        inst.running_since = None
 
-    def save(self, inst: MockInstance) -> None:
-        with self.lock:
-            self.store.put(inst)
+    def mark_booting(self, inst: MockInstance) -> None:
+        """Inside `mutate`: boot again; the ticker starts sshd once the boot delay has passed."""
+        inst.phase = PENDING
+        inst.running_since = None
+        inst.ready_at = time.time() + self.boot_delay
+
+    def mark_restarted(self, inst: MockInstance) -> None:
+        self.mark_stopped(inst)
+        self.mark_booting(inst)
 
     def available(self, provider: str, offer_key: str, capacity: int) -> int:
         if self.faults.active(provider, "no-capacity"):
@@ -126,13 +140,13 @@ class Engine:
             if inst.ssh_refuses or self.host.start(inst):
                 inst.phase = RUNNING
                 inst.running_since = time.time()
-                self.store.put(inst)
+                self.store.update(inst)
         elif inst.phase == RUNNING:
             dies = self.faults.active(inst.provider, "dies")
             if dies is not None and now - (inst.running_since or now) >= (dies.value or 0.0):
                 self.host.stop(inst)
                 inst.phase = DEAD
-                self.store.put(inst)
+                self.store.update(inst)
             elif not inst.ssh_refuses and not self.host.running(inst):
                 if self.host.start(inst):     # after a restart of the mock
-                    self.store.put(inst)      # the port may have changed
+                    self.store.update(inst)   # the port may have changed

@@ -128,8 +128,13 @@ def handle(req: Request, engine) -> Response:
             body = _body(req)
             if body is None or not isinstance(body.get("name", ""), str) or len(body.get("name", "")) > 64:
                 return _invalid()
-            inst.name = body.get("name", inst.name)
-            engine.save(inst)
+
+            def rename(i: MockInstance) -> None:
+                i.name = body.get("name", i.name)
+
+            inst = engine.mutate(PROVIDER, inst.id, rename)
+            if inst is None:
+                return _not_found()
             return Response(200, {"data": render(engine, inst)})
     return error(404, "global/object-does-not-exist", "Not found.")
 
@@ -233,12 +238,18 @@ def _restart(req: Request, engine) -> Response:
     insts = _instances_named(req, engine)
     if isinstance(insts, Response):
         return insts
+
+    def restart(inst: MockInstance) -> bool | None:
+        if inst.phase != RUNNING:
+            return False
+        engine.mark_restarted(inst)
+        return None
+
     out = []
     for inst in insts:
-        if inst.phase == RUNNING:
-            engine.stop_instance(inst)
-            engine.start_instance(inst)
-        out.append(render(engine, inst))
+        now = engine.mutate(PROVIDER, inst.id, restart)
+        if now is not None:        # terminated meanwhile: nothing left to restart
+            out.append(render(engine, now))
     return Response(200, {"data": {"restarted_instances": out}})
 
 

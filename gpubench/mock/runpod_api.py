@@ -108,7 +108,7 @@ def _route(req: Request, engine) -> Response:
         if m == "DELETE":
             engine.terminate(inst)      # a terminate-lies fault answers the same and keeps it
             return _ok(None, 204)
-        return _patch(inst, req, engine)
+        return _patch(inst.id, req, engine)
     if p == "/v2/account/ssh-keys":
         if m == "GET":
             return _ok({"keys": [k.public_key for k in engine.store.keys(PROVIDER)]})
@@ -346,37 +346,47 @@ def _action(iid: str, req: Request, engine) -> Response:
     inst = engine.store.get(PROVIDER, iid)
     if inst is None:
         return problem(404, "pod not found")
-    status = status_of(inst)
-    if action not in _ACTIONS.get(status, []):
-        return problem(409, f"action '{action}' is not valid for a pod in status {status}")
-    if action == "terminate":
+    if action == "terminate":      # allowed in every status
         engine.terminate(inst)
         return _ok(None, 204)
-    if action in ("stop", "restart") and inst.extra.get("locked"):
-        return problem(409, "pod is locked")
-    if action == "stop":
-        engine.stop_instance(inst)
-    elif action == "start":
-        engine.start_instance(inst)
-    else:
-        engine.stop_instance(inst)
-        engine.start_instance(inst)
-    return _ok(render(engine, inst))
+    refused: list[Response] = []
+
+    def act(pod: MockInstance) -> bool | None:
+        status = status_of(pod)
+        if action not in _ACTIONS.get(status, []):
+            refused.append(problem(409, f"action '{action}' is not valid for a pod in status {status}"))
+            return False
+        if action in ("stop", "restart") and pod.extra.get("locked"):
+            refused.append(problem(409, "pod is locked"))
+            return False
+        {"stop": engine.mark_stopped, "start": engine.mark_booting,
+         "restart": engine.mark_restarted}[action](pod)
+        return None
+
+    inst = engine.mutate(PROVIDER, iid, act)
+    if inst is None:
+        return problem(404, "pod not found")
+    return refused[0] if refused else _ok(render(engine, inst))
 
 
-def _patch(inst: MockInstance, req: Request, engine) -> Response:
+def _patch(iid: str, req: Request, engine) -> Response:
     body, err = _body(req)
     if err:
         return err
     bad = [f"$: additional properties '{k}' not allowed" for k in body if k not in _PATCH_FIELDS]
     if bad:
         return problem(422, "Request validation failed.", bad)
-    if "name" in body:
-        inst.name = str(body["name"])
-    for k in ("image", "disk", "ports", "env", "args", "registry", "locked"):
-        if k in body:
-            inst.extra[k] = body[k]
-    engine.save(inst)
+
+    def change(pod: MockInstance) -> None:
+        if "name" in body:
+            pod.name = str(body["name"])
+        for k in ("image", "disk", "ports", "env", "args", "registry", "locked"):
+            if k in body:
+                pod.extra[k] = body[k]
+
+    inst = engine.mutate(PROVIDER, iid, change)
+    if inst is None:
+        return problem(404, "pod not found")
     return _ok(render(engine, inst))
 
 

@@ -192,14 +192,23 @@ def _root(engine) -> dict:
             raise GraphQLError(message)
         return inst
 
+    def _mutate(pod_id: str, change) -> MockInstance:
+        inst = engine.mutate(PROVIDER, pod_id, change)
+        if inst is None:
+            raise GraphQLError("pod not found")
+        return inst
+
     def stop(info, input):
-        return _pod(engine.stop_instance(_get(input["podId"], "pod not found")), engine)
+        return _pod(_mutate(input["podId"], engine.mark_stopped), engine)
 
     def resume(info, input):
-        inst = _get(input["podId"], "pod not found")
-        if inst.phase in (STOPPED, DEAD):
-            engine.start_instance(inst)
-        return _pod(inst, engine)
+        def boot(inst: MockInstance) -> bool | None:
+            if inst.phase not in (STOPPED, DEAD):
+                return False
+            engine.mark_booting(inst)
+            return None
+
+        return _pod(_mutate(input["podId"], boot), engine)
 
     def terminate(info, input):
         engine.terminate(_get(input["podId"], "pod not found to terminate"))

@@ -90,9 +90,18 @@ class Store:
 
     # instances
     def put(self, inst: MockInstance) -> None:
+        """Insert or replace: for a new instance only (see update)."""
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO instances VALUES (?, ?, ?)",
                              (inst.provider, inst.id, json.dumps(asdict(inst))))
+
+    def update(self, inst: MockInstance) -> bool:
+        """Rewrite an instance that is still stored; False (and nothing written) if it is gone,
+        so a late write can never bring back a terminated instance."""
+        with self._lock:
+            cur = self._db.execute("UPDATE instances SET data=? WHERE provider=? AND id=?",
+                                   (json.dumps(asdict(inst)), inst.provider, inst.id))
+        return cur.rowcount > 0
 
     def get(self, provider: str, iid: str) -> MockInstance | None:
         with self._lock:

@@ -332,17 +332,21 @@ def _instance(iid: str, req: Request, engine) -> Response:
         return Response(200, {"success": True, "msg": f"destroying instance {iid}."})
     if req.method == "PUT":
         body = _body(req) or {}
-        if "label" in body:
-            inst.extra["label"] = body["label"]
-            inst.name = body["label"] or ""
-            engine.save(inst)
         state = body.get("state")
-        if state == "stopped" and inst.phase in (PENDING, RUNNING):
-            engine.stop_instance(inst)
-        elif state == "running" and inst.phase in (STOPPED, DEAD):
-            engine.start_instance(inst)
-        elif state not in (None, "stopped", "running"):
+        if state not in (None, "stopped", "running"):
             return error(400, "invalid_args", f"error 400/3467: Invalid args: bad state {state!r}")
+
+        def change(i: MockInstance) -> None:
+            if "label" in body:
+                i.extra["label"] = body["label"]
+                i.name = body["label"] or ""
+            if state == "stopped" and i.phase in (PENDING, RUNNING):
+                engine.mark_stopped(i)
+            elif state == "running" and i.phase in (STOPPED, DEAD):
+                engine.mark_booting(i)
+
+        if engine.mutate(PROVIDER, iid, change) is None:
+            return error(404, "not_found", "Instance not found")
         return Response(200, {"success": True})
     return error(405, "method_not_allowed", f"{req.method} not allowed")
 
@@ -357,12 +361,8 @@ def _add_key(req: Request, engine) -> Response:
     kid = engine.store.next_counter("vast_ssh_key_id", 310_000)
     k = engine.store.add_key(PROVIDER, "", key, str(kid))
     # Vast adds an account key to every current instance too
-    with engine.lock:
-        for inst in engine.store.instances(PROVIDER):
-            if k.public_key not in inst.authorized_keys:
-                inst.authorized_keys.append(k.public_key)
-                engine.save(inst)
-                engine.host.update_keys(inst)
+    for inst in engine.store.instances(PROVIDER):
+        engine.mutate(PROVIDER, inst.id, lambda i: _attach(engine, i, k.public_key))
     return Response(200, {"success": True, "key": {"id": kid, "user_id": USER_ID, "public_key": k.public_key,
                                                    "created_at": k.created_at, "deleted_at": None}})
 
@@ -394,12 +394,18 @@ def _instance_keys(iid: str, req: Request, engine) -> Response:
     key = (_body(req) or {}).get("ssh_key")
     if not isinstance(key, str) or not re.match(r"^(ssh|ecdsa|sk)-\S+ \S+", key.strip()):
         return error(400, "no_ssh_key", "No ssh key provided")
-    with engine.lock:
-        if key.strip() not in inst.authorized_keys:
-            inst.authorized_keys.append(key.strip())
-            engine.save(inst)
-            engine.host.update_keys(inst)
+    if engine.mutate(PROVIDER, iid, lambda i: _attach(engine, i, key.strip())) is None:
+        return error(404, "not_found", "Instance not found")
     return Response(200, {"success": True, "msg": "SSH key attached successfully"})
+
+
+def _attach(engine, inst: MockInstance, public_key: str) -> bool | None:
+    """Inside engine.mutate: add a key to an instance (and its sshd's authorized_keys)."""
+    if public_key in inst.authorized_keys:
+        return False
+    inst.authorized_keys.append(public_key)
+    engine.host.update_keys(inst)
+    return None
 
 
 def _detach_key(iid: str, key_id: str, engine) -> Response:
@@ -407,8 +413,11 @@ def _detach_key(iid: str, key_id: str, engine) -> Response:
     key = next((k for k in engine.store.keys(PROVIDER) if k.id == key_id), None)
     if inst is None or key is None:
         return error(404, "not_found", "Instance or SSH key not found")
-    with engine.lock:
-        inst.authorized_keys = [k for k in inst.authorized_keys if k != key.public_key]
-        engine.save(inst)
-        engine.host.update_keys(inst)
+
+    def detach(i: MockInstance) -> None:
+        i.authorized_keys = [k for k in i.authorized_keys if k != key.public_key]
+        engine.host.update_keys(i)
+
+    if engine.mutate(PROVIDER, iid, detach) is None:
+        return error(404, "not_found", "Instance or SSH key not found")
     return Response(200, {"success": True, "msg": "SSH key detached successfully"})
