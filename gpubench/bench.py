@@ -83,8 +83,14 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
             echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
                  f"{outcome.entry.instance_id})")
             _sweeps(req, outcome.entry, store, echo, result)
-        finally:
-            _teardown(req, name, ledger, prov, echo, result)
+        except BaseException as first:
+            try:
+                _teardown(req, name, ledger, prov, echo, result)
+            except Exception as second:
+                # Both matter: why the bench stopped, and that the machine may still bill.
+                raise TeardownError(f"{_one_line(first)}\nerror: {second}") from first
+            raise
+        _teardown(req, name, ledger, prov, echo, result)
     finally:
         if own_ledger:
             ledger.close()
@@ -157,6 +163,14 @@ def _ctrl_c_deferred(echo: Echo) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if pressed:
         raise KeyboardInterrupt
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, GpubenchError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
 def _money(dollars: float | None) -> str:

@@ -18,12 +18,15 @@ from typing import Callable
 from gpubench import keys
 from gpubench.ledger import Ledger, LedgerEntry
 from gpubench.providers import registry
-from gpubench.providers.common import (NAME_PREFIX, Instance, InstanceState, MissingKeyError,
-                                       NotFoundError, Provider, ProviderError)
+from gpubench.providers.common import (NAME_PREFIX, AuthError, Instance, InstanceState,
+                                       MissingKeyError, NotFoundError, PaymentError, Provider,
+                                       ProviderError)
 
 MAX_TERMINATE_CALLS = 4
 # A "requested" row older than this with no instance at the provider never launched.
 STALE_REQUEST_S = 600.0
+# How long `down` looks for a fresh "requested" row's instance by name before leaving it.
+FIND_BY_NAME_S = 60.0
 
 Say = Callable[[str], None]
 
@@ -206,19 +209,36 @@ def terminate_confirmed(provider: Provider, instance_id: str, deadline_s: float 
 
     poll = poll_s if poll_s is not None else poll_interval()
     deadline = time.monotonic() + deadline_s
-    calls = 0
+    calls = 0          # terminate calls the provider accepted
+    failed = 0         # terminate calls that failed (5xx, no answer): sent again
+    failure = said = ""
+    send, send_failed = True, False
     quiet_polls = 0
     last: Instance | None = None
     while True:
-        if calls == 0 or (quiet_polls >= 3 and calls < MAX_TERMINATE_CALLS):
-            if calls:
+        if send:
+            if send_failed:
+                if failure != said:   # once per distinct failure, not once per poll
+                    say(f"warning: terminate for {instance_id} failed ({failure}); sending terminate again")
+                    said = failure
+            elif calls:
                 say(f"warning: {provider.name} answered terminate for {instance_id} but it is still "
                     f"{last.raw_status or last.status.value}; sending terminate again")
             try:
                 provider.terminate(instance_id)
+                calls += 1
+                send_failed = False
             except NotFoundError:
-                pass  # already gone; confirmed below
-            calls += 1
+                calls += 1      # already gone; confirmed below
+                send_failed = False
+            except (AuthError, PaymentError):
+                raise           # no later call will do better
+            except ProviderError as e:
+                # It may or may not have taken: poll, and send it again unless it shows going.
+                failed += 1
+                failure = str(e)
+                send_failed = True
+            send = False
             quiet_polls = 0
         time.sleep(min(poll, max(deadline - time.monotonic(), 0.0)))
         try:
@@ -226,15 +246,22 @@ def terminate_confirmed(provider: Provider, instance_id: str, deadline_s: float 
         except ProviderError as e:
             last, why = None, str(e)
             if time.monotonic() >= deadline:
-                return False, f"cannot confirm: {why}"
+                return False, f"cannot confirm: {why}{_failures(failed, failure)}"
+            send = send_failed
             continue
         if last is None:
             return True, ""
         # TERMINATING is progress; anything else after a terminate is a terminate that did not take.
-        quiet_polls = 0 if last.status is InstanceState.TERMINATING else quiet_polls + 1
+        going = last.status is InstanceState.TERMINATING
+        quiet_polls = 0 if going else quiet_polls + 1
         if time.monotonic() >= deadline:
             return False, (f"still {last.raw_status or last.status.value} at {provider.name} after "
-                           f"{calls} terminate call(s) and {deadline_s:g} s")
+                           f"{calls} terminate call(s) and {deadline_s:g} s{_failures(failed, failure)}")
+        send = (send_failed and not going) or (quiet_polls >= 3 and calls < MAX_TERMINATE_CALLS)
+
+
+def _failures(failed: int, failure: str) -> str:
+    return f" ({failed} terminate call(s) failed, last: {failure})" if failed else ""
 
 
 @dataclass
@@ -247,17 +274,46 @@ class DownResult:
     message: str
 
 
+def _find_by_name(provider: Provider, entry: LedgerEntry, wait_s: float
+                  ) -> tuple[Instance | None, bool, str]:
+    """(the instance named like `entry`, whether its absence is final, why not found).
+    A provider may list a new instance only some time after the launch call, so the
+    list is polled for up to `wait_s`, or until the request is STALE_REQUEST_S old."""
+    from gpubench.provision import poll_interval
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        stale = bool(entry.requested_at) and time.time() - entry.requested_at > STALE_REQUEST_S
+        why = f"{provider.name} does not list {entry.provider_name} yet; the launch may still show up"
+        try:
+            inst = next((i for i in provider.list() if i.name == entry.provider_name
+                         and i.status is not InstanceState.TERMINATED), None)
+        except (AuthError, PaymentError):
+            raise
+        except ProviderError as e:
+            inst, stale, why = None, False, f"cannot list {provider.name} to find it: {e}"
+        if inst is not None or stale or time.monotonic() >= deadline:
+            return inst, stale, why
+        time.sleep(min(poll_interval(), max(deadline - time.monotonic(), 0.01)))
+
+
 def down_entry(ledger: Ledger, entry: LedgerEntry, provider: Provider, deadline_s: float,
-               say: Say = _silent) -> DownResult:
+               say: Say = _silent, find_s: float | None = None) -> DownResult:
+    """Terminate the ledger row's instance and confirm it. A row whose launch answer was
+    lost is looked for by name for up to `find_s` (default FIND_BY_NAME_S) first."""
     instance_id = entry.instance_id
     if not instance_id:   # launch answer lost: look for it by name
-        inst = next((i for i in provider.list() if i.name == entry.provider_name
-                     and i.status is not InstanceState.TERMINATED), None)
-        if inst is None:
+        inst, stale, why = _find_by_name(provider, entry, FIND_BY_NAME_S if find_s is None else find_s)
+        if inst is None and stale:
             ledger.mark(entry.row_id, "terminated", "terminated_confirmed_at",
                         note="launch never reached the provider")
             return DownResult(entry.name, entry.provider, None, True, None,
                               "nothing to terminate: the provider never created it")
+        if inst is None:
+            # A fresh launch may not be listed yet: absence proves nothing, so the row
+            # stays 'requested' and 'ls' keeps looking for it by name.
+            ledger.update(entry.row_id, note=why[:200])
+            return DownResult(entry.name, entry.provider, None, False, None, why)
         instance_id = inst.instance_id
         entry = ledger.update(entry.row_id, instance_id=instance_id, created_at=entry.requested_at)
     entry = ledger.mark(entry.row_id, "terminating", "terminate_requested_at")

@@ -21,8 +21,9 @@ from gpubench import keys
 from gpubench.keys import HostKeyChangedError, SshNotReady, SshTarget, ensure_keypair, probe, write_ssh_config
 from gpubench.ledger import Ledger, LedgerEntry
 from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
-                                       LaunchSpec, NotFoundError, Offer, PaymentError,
-                                       Provider, ProviderError, TransportError, provider_name)
+                                       InvalidRequestError, LaunchSpec, MissingKeyError,
+                                       NotFoundError, Offer, PaymentError, Provider, ProviderError,
+                                       RateLimitError, TransportError, provider_name)
 from gpubench.providers.gpus import gpu_matches
 
 DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
@@ -185,17 +186,15 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
             failures.append(f"{offer.offer_id}: {e.message}")
             progress("skip", f"no capacity: {e.message}")
             continue
-        except (AuthError, PaymentError) as e:
-            ledger.discard(entry.row_id)
-            raise
-        except TransportError as e:
-            # The launch may or may not have happened: keep the row, 'ls' resolves it by name.
-            ledger.mark(entry.row_id, "requested", note=f"launch answer lost: {e.message}")
+        except ProviderError as e:
+            if _refused(e):
+                ledger.discard(entry.row_id)      # a definite no: nothing was created
+                raise
+            # A lost or garbled answer, a 5xx: the launch may have happened. Keep the row;
+            # 'ls' resolves it by name.
+            ledger.mark(entry.row_id, "requested", note=f"launch answer unclear: {e.message}")
             raise ProvisionError(f"{e} -- the launch may have happened; run 'gpubench ls' to check "
                                  f"and 'gpubench down {name}' to remove it") from None
-        except ProviderError:
-            ledger.discard(entry.row_id)
-            raise
         launches += 1
         entry = ledger.mark(entry.row_id, "launched", "created_at", instance_id=inst.instance_id,
                             price_per_hour=inst.price_per_hour or offer.price_per_hour)
@@ -219,6 +218,19 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
                 raise ProvisionError(f"{inst.instance_id} never became ready ({e}) and its terminate "
                                      f"is not confirmed: run 'gpubench ls', then 'gpubench down {name}'")
             continue
+        except Exception as e:
+            # Anything else (an error the poll cannot ride out, a bug): the machine bills
+            # until terminated, so terminate it before the error goes up.
+            progress("stopped", f"{e}; terminating {inst.instance_id}")
+            try:
+                gone = _discard_instance(provider, ledger, entry, req.deadlines.terminate_s, progress)
+            except Exception as t:
+                gone = False
+                ledger.mark(entry.row_id, "unconfirmed", note=f"terminate failed: {t}"[:200])
+            if not gone:
+                progress("stopped", f"{inst.instance_id} is not confirmed terminated: run "
+                                    f"'gpubench ls', then 'gpubench down {name}'")
+            raise
         entry = ledger.mark(entry.row_id, "ready", "ssh_ready_at")
         sync_ssh_config(ledger)
         progress("ready", f"ssh {entry.ssh_alias}")
@@ -230,6 +242,16 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
 
 class _NotReady(Exception):
     pass
+
+
+def _refused(e: ProviderError) -> bool:
+    """A launch error that says for sure nothing was created: a 4xx answer (capacity,
+    auth, payment, invalid request, not found, rate limit) or a refusal before sending."""
+    if isinstance(e, TransportError):
+        return False
+    if isinstance(e, (AuthError, PaymentError, InvalidRequestError, RateLimitError, MissingKeyError)):
+        return True
+    return e.status is not None and 400 <= e.status < 500
 
 
 def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progress: Progress) -> Instance:

@@ -49,7 +49,10 @@ def _plain_file(path: Path) -> str | None:
 def _runpod_file(path: Path) -> str | None:
     data = tomllib.loads(path.read_text())
     section = data.get("default", data)
-    return section.get("api_key") or section.get("apikey") or None
+    if not isinstance(section, dict):   # `default = "x"`: no key here; try the next source
+        return None
+    key = section.get("api_key") or section.get("apikey")
+    return (key.strip() or None) if isinstance(key, str) else None
 
 
 def _official_files(provider: str) -> list[tuple[Path, callable]]:

@@ -4,11 +4,15 @@ one, and every failure turned into a typed ProviderError.
 
 Retries happen inside urllib3. Idempotent methods are retried on 429 and 5xx; a
 POST only on 429 (the request was refused before doing anything), never on 5xx or a
-lost connection, because a launch retried blindly can rent two machines.
+lost connection, because a launch retried blindly can rent two machines. A launch
+(`launch=True`, whatever its method: Vast rents with a PUT) is retried only on 429 and
+on a connection that was never made; a 5xx, a lost answer or a garbled one is a
+TransportError, since the machine may have been rented.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -68,6 +72,14 @@ class _Retry(Retry):
         return None if value is None else min(value, MAX_RETRY_AFTER)
 
 
+class _LaunchRetry(_Retry):
+    """Only a 429 says for sure that nothing was rented; a 5xx (even 503 with
+    Retry-After) may come after the machine was."""
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        return status_code == 429 and bool(self.total)
+
+
 class RateLimiter:
     """At most one call per `interval` seconds (thread-safe; sleeps, never drops)."""
 
@@ -87,6 +99,44 @@ class RateLimiter:
             time.sleep(delay)
 
 
+_last = threading.local()   # the endpoint this thread called last
+OPERATIONS = ("offers", "ensure_ssh_key", "launch", "get", "list", "terminate")
+ANSWER_ERRORS = (KeyError, IndexError, TypeError, AttributeError, ValueError)
+
+
+def checked_answers(cls):
+    """Class decorator for an adapter: an answer of the wrong shape (a missing field, a
+    list where an object belongs, "1.5" where an int belongs) met in one of its
+    operations is a ProviderError naming the endpoint, not a traceback. In `launch` it
+    is a TransportError: the machine may have been rented all the same."""
+    for op in OPERATIONS:
+        if op in vars(cls):
+            setattr(cls, op, _checked(vars(cls)[op]))
+    return cls
+
+
+def _checked(method):
+    error_cls = TransportError if method.__name__ == "launch" else ProviderError
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        _last.endpoint = ""
+        try:
+            return method(self, *args, **kwargs)
+        except ANSWER_ERRORS as e:
+            raise error_cls(self.name, getattr(_last, "endpoint", "") or method.__name__,
+                            f"unexpected answer: {_what(e)}") from None
+
+    return wrapper
+
+
+def _what(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r} field" if exc.args else "a field is missing"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:160]
+
+
 # (response) -> (code, message): the provider's own words from an error body.
 ErrorParser = Callable[[requests.Response], "tuple[str | None, str]"]
 
@@ -100,29 +150,40 @@ class HttpClient:
         self.parse_error = parse_error
         self._limiter = RateLimiter(self.settings.min_interval)
         self._launch_limiter = RateLimiter(self.settings.launch_interval)
-        retry = _Retry(total=self.settings.retries, connect=self.settings.retries, read=self.settings.retries,
-                       status=self.settings.retries, backoff_factor=self.settings.backoff,
-                       backoff_max=self.settings.backoff_max, status_forcelist=RETRY_STATUSES,
-                       allowed_methods=IDEMPOTENT, respect_retry_after_header=True,
-                       raise_on_status=False)
-        self.session = requests.Session()
-        self.session.headers.update({"User-Agent": "gpubench", "Accept": "application/json"})
-        self.session.headers.update(headers)
+        n = self.settings.retries
+        common = dict(total=n, connect=n, status=n, backoff_factor=self.settings.backoff,
+                      backoff_max=self.settings.backoff_max, respect_retry_after_header=True,
+                      raise_on_status=False)
+        retry = _Retry(read=n, status_forcelist=RETRY_STATUSES, allowed_methods=IDEMPOTENT, **common)
+        # read=False re-raises a read error at once; other=0 ends on any other error after
+        # the connection was made (both: the request may have been acted on).
+        launch_retry = _LaunchRetry(read=False, other=0, status_forcelist=(429,), **common)
+        self.session = self._session(headers, retry)
+        self._launch_session = self._session(headers, launch_retry)
+
+    @staticmethod
+    def _session(headers: dict[str, str], retry: Retry) -> requests.Session:
+        session = requests.Session()
+        session.headers.update({"User-Agent": "gpubench", "Accept": "application/json"})
+        session.headers.update(headers)
         adapter = HTTPAdapter(max_retries=retry)
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        return session
 
     def request(self, method: str, path: str, *, json=None, params=None, launch: bool = False,
                 ok: tuple[int, ...] = (200, 201, 202, 204)) -> requests.Response:
         """Send one call (retried inside urllib3) and return the response, or raise
         the ProviderError subclass that fits its status."""
         endpoint = f"{method.upper()} {path}"
+        _last.endpoint = endpoint   # named by errors about the answer (see checked_answers)
         if launch:
             self._launch_limiter.wait()
         self._limiter.wait()
+        session = self._launch_session if launch else self.session
         try:
-            resp = self.session.request(method, self.base_url + path, json=json, params=params,
-                                        timeout=self.settings.timeout)
+            resp = session.request(method, self.base_url + path, json=json, params=params,
+                                   timeout=self.settings.timeout)
         except requests.exceptions.RetryError as e:
             raise RateLimitError(self.provider, endpoint, f"gave up after retries: {_reason(e)}") from None
         except requests.exceptions.Timeout:
@@ -132,18 +193,25 @@ class HttpClient:
             raise TransportError(self.provider, endpoint, _reason(e)) from None
         if resp.status_code in ok:
             return resp
-        raise self.error_for(resp, endpoint)
+        error = self.error_for(resp, endpoint)
+        if launch and resp.status_code >= 500:
+            # A server error may come after the machine was rented.
+            raise TransportError(self.provider, endpoint, error.message or "server error",
+                                 status=error.status, code=error.code)
+        raise error
 
-    def json(self, method: str, path: str, **kw):
-        resp = self.request(method, path, **kw)
+    def json(self, method: str, path: str, *, launch: bool = False, **kw):
+        resp = self.request(method, path, launch=launch, **kw)
         if resp.status_code == 204 or not resp.content:
             return None
         try:
             return resp.json()
         except ValueError:
-            raise ProviderError(self.provider, f"{method.upper()} {path}",
-                                f"answered something that is not JSON: {resp.text[:120]!r}",
-                                status=resp.status_code) from None
+            # A garbled answer to a launch does not say whether it rented a machine.
+            cls = TransportError if launch else ProviderError
+            raise cls(self.provider, f"{method.upper()} {path}",
+                      f"answered something that is not JSON: {resp.text[:120]!r}",
+                      status=resp.status_code) from None
 
     def error_for(self, resp: requests.Response, endpoint: str) -> ProviderError:
         try:

@@ -16,10 +16,11 @@ import os
 
 import requests
 
-from gpubench.providers.common import (CapacityError, Instance, InstanceState, LaunchSpec,
-                                       NotFoundError, Offer, ProviderError, provider_name)
+from gpubench.providers.common import (CapacityError, Instance, InstanceState, InvalidRequestError,
+                                       LaunchSpec, NotFoundError, Offer, ProviderError,
+                                       TransportError, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
-from gpubench.providers.http import HttpClient, HttpSettings, strip_suffix
+from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
 NAME = "lambda"
 DEFAULT_URL = "https://cloud.lambda.ai"
@@ -56,6 +57,7 @@ def connect(api_key: str, base_url: str = DEFAULT_URL,
     return LambdaCloud(client)
 
 
+@checked_answers
 class LambdaCloud:
     name = NAME
 
@@ -68,7 +70,9 @@ class LambdaCloud:
     def _data(self, method: str, path: str, **kw):
         body = self.client.json(method, API + path, **kw)
         if not isinstance(body, dict) or "data" not in body:
-            raise ProviderError(NAME, f"{method} {API}{path}", "answer has no 'data' field")
+            # After a launch this does not say whether a machine was rented.
+            cls = TransportError if kw.get("launch") else ProviderError
+            raise cls(NAME, f"{method} {API}{path}", "answer has no 'data' field")
         return body["data"]
 
     # -- offers -------------------------------------------------------------
@@ -115,8 +119,9 @@ class LambdaCloud:
     def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
         type_name, _, region = offer.offer_id.partition("@")
         region = spec.region or region
-        if not spec.ssh_key_name:
-            raise ValueError("Lambda launches need ssh_key_name (call ensure_ssh_key first)")
+        if not spec.ssh_key_name:   # refused here, before anything is sent
+            raise InvalidRequestError(NAME, f"POST {API}/instance-operations/launch",
+                                      "needs an SSH key name (call ensure_ssh_key first)")
         body = {"region_name": region, "instance_type_name": type_name,
                 "ssh_key_names": [spec.ssh_key_name], "name": provider_name(spec.name)[:64]}
         try:
@@ -126,8 +131,8 @@ class LambdaCloud:
                 raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
             raise
         ids = data.get("instance_ids") or []
-        if not ids:
-            raise ProviderError(NAME, "POST /instance-operations/launch", "answer has no instance id")
+        if not ids:   # a success without an id: the machine may exist all the same
+            raise TransportError(NAME, f"POST {API}/instance-operations/launch", "answer has no instance id")
         return Instance(provider=NAME, instance_id=ids[0], name=body["name"],
                         status=InstanceState.PENDING, ssh_user=self.default_user,
                         gpu_name=offer.gpu_name, gpu_count=offer.gpu_count,

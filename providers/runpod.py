@@ -19,9 +19,9 @@ import requests
 
 from gpubench.providers.common import (CapacityError, Instance, InstanceState,
                                        InvalidRequestError, LaunchSpec, NotFoundError, Offer,
-                                       ProviderError, provider_name)
+                                       TransportError, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
-from gpubench.providers.http import HttpClient, HttpSettings, strip_suffix
+from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
 NAME = "runpod"
 DEFAULT_URL = "https://api.runpod.io"
@@ -57,6 +57,7 @@ def connect(api_key: str, base_url: str = DEFAULT_URL,
     return RunPod(client)
 
 
+@checked_answers
 class RunPod:
     name = NAME
     default_user = "root"
@@ -121,8 +122,8 @@ class RunPod:
             if e.status in (400, 403):   # 400: cannot place this GPU now; 403: no access to the pool
                 raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
             raise
-        if not isinstance(pod, dict) or not pod.get("id"):
-            raise ProviderError(NAME, "POST /v2/pods", "answer has no pod id")
+        if not isinstance(pod, dict) or not pod.get("id"):   # the pod may exist all the same
+            raise TransportError(NAME, "POST /v2/pods", "answer has no pod id")
         inst = self._instance(pod)
         inst.price_per_hour = inst.price_per_hour or offer.price_per_hour
         return inst

@@ -19,9 +19,9 @@ import requests
 
 from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       provider_name)
+                                       TransportError, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
-from gpubench.providers.http import HttpClient, HttpSettings, strip_suffix
+from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
 NAME = "vast"
 DEFAULT_URL = "https://console.vast.ai"
@@ -62,6 +62,7 @@ def connect(api_key: str, base_url: str = DEFAULT_URL,
     return Vast(client)
 
 
+@checked_answers
 class Vast:
     name = NAME
     default_user = "root"
@@ -135,16 +136,17 @@ class Vast:
             "cancel_unavail": True, "extra": None, "image_login": None,
         }
         try:
-            answer = self._call("PUT", f"/api/v0/asks/{offer.offer_id}/", json=body)
+            answer = self._call("PUT", f"/api/v0/asks/{offer.offer_id}/", json=body, launch=True)
         except ProviderError as e:
             gone = e.status in (404, 410) or e.code in CAPACITY_ERRORS or "no_such_ask" in e.message
-            if gone and not isinstance(e, AuthError):
+            if gone and not isinstance(e, (AuthError, TransportError)):
                 raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
             raise
         if not isinstance(answer, dict) or not answer.get("new_contract"):
+            # A success status without the new id: the machine may exist all the same.
             message = (answer or {}).get("msg") if isinstance(answer, dict) else None
-            raise ProviderError(NAME, f"PUT /api/v0/asks/{offer.offer_id}/",
-                                message or "answer has no new_contract")
+            raise TransportError(NAME, f"PUT /api/v0/asks/{offer.offer_id}/",
+                                 str(message or "answer has no new_contract"))
         return Instance(provider=NAME, instance_id=str(answer["new_contract"]), name=body["label"],
                         status=InstanceState.PENDING, gpu_name=offer.gpu_name,
                         gpu_count=offer.gpu_count, price_per_hour=offer.price_per_hour,

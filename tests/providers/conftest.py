@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -59,6 +60,10 @@ class FakeApi:
                 record = {"method": self.command, "path": parts.path, "query": parse_qs(parts.query),
                           "headers": dict(self.headers), "json": json.loads(raw) if raw else None}
                 status, body, headers = api._answer(record)
+                headers = dict(headers)
+                delay = float(headers.pop("X-Fake-Delay", 0))   # answer late (a read timeout)
+                if delay:
+                    time.sleep(delay)
                 data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
                 self.send_response(status)
                 for k, v in {"Content-Type": "application/json", **headers}.items():
@@ -75,7 +80,8 @@ class FakeApi:
         self.thread.start()
 
     def route(self, method: str, path: str, *answers) -> "FakeApi":
-        """answers: (status, body) or (status, body, headers); body may be a fixture name."""
+        """answers: (status, body) or (status, body, headers); body may be a fixture name.
+        A header "X-Fake-Delay: S" is not sent: the answer comes S seconds late."""
         queue = []
         for a in answers:
             status, body, headers = (a + ({},))[:3] if len(a) == 2 else a

@@ -71,3 +71,14 @@ def _key(tmp, name):
     p = tmp / name
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(p)], check=True)
     return p
+
+
+@pytest.mark.parametrize("text", ['default = "x"\n', 'api_key = 5\n', '[default]\napi_key = ["k"]\n'])
+def test_runpod_tool_file_of_the_wrong_shape_is_skipped(isolated, text):
+    home = isolated / "home"
+    (home / ".runpod").mkdir()
+    (home / ".runpod" / "config.toml").write_text(text)
+    with pytest.raises(MissingKeyError, match="RUNPOD_API_KEY"):
+        credentials.api_key("runpod")
+    (paths.config_dir(create=True) / "config.toml").write_text('[runpod]\napi_key = "from-config"\n')
+    assert credentials.api_key("runpod") == "from-config"

@@ -90,3 +90,38 @@ def test_published_intervals_scale_from_env(monkeypatch):
     monkeypatch.setenv("GPUBENCH_RATE_LIMIT_SCALE", "0.5")
     s = HttpSettings.from_env(1.0, 12.0)
     assert (s.min_interval, s.launch_interval) == (0.5, 6.0)
+
+
+# -- launches: a retried launch can rent two machines --------------------------
+
+@pytest.mark.parametrize("method", ["PUT", "POST"])
+def test_launch_is_never_retried_on_5xx_and_the_outcome_is_unclear(fake_api, method):
+    fake_api.route(method, "/rent", (502, {"msg": "bad gateway"}), (200, {"id": 1}))
+    with pytest.raises(TransportError) as e:
+        client(fake_api.url).json(method, "/rent", json={}, launch=True)
+    assert len(fake_api.calls(method, "/rent")) == 1
+    assert e.value.status == 502 and "bad gateway" in str(e.value)
+    # the same PUT, not a launch, is retried as an idempotent call
+    fake_api.route("PUT", "/other", (503, {"msg": "x"}, {"Retry-After": "0"}), (200, {"ok": 1}))
+    assert client(fake_api.url).json("PUT", "/other", json={}) == {"ok": 1}
+
+
+def test_launch_is_retried_on_429(fake_api):
+    fake_api.route("PUT", "/rent", (429, {"msg": "later"}, {"Retry-After": "0"}), (200, {"id": 1}))
+    assert client(fake_api.url).json("PUT", "/rent", json={}, launch=True) == {"id": 1}
+    assert len(fake_api.calls("PUT", "/rent")) == 2
+
+
+def test_launch_read_timeout_is_not_retried(fake_api):
+    fake_api.route("PUT", "/slow", (200, {"id": 1}, {"X-Fake-Delay": "1.2"}))
+    c = HttpClient("test", fake_api.url, {}, lambda r: (None, ""),
+                   HttpSettings(timeout=0.4, retries=3, backoff=0.01))
+    with pytest.raises(TransportError, match="no answer within"):
+        c.json("PUT", "/slow", json={}, launch=True)
+    assert len(fake_api.calls("PUT", "/slow")) == 1
+
+
+def test_launch_answer_that_is_not_json_is_unclear(fake_api):
+    fake_api.route("POST", "/rent", (200, b"<html>oops"))
+    with pytest.raises(TransportError, match="not JSON"):
+        client(fake_api.url).json("POST", "/rent", json={}, launch=True)
