@@ -188,8 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         trainer = Trainer(ctx, args, cfg)
         tokens_per_step = args.batch_size * cfg.block_size * ctx.world_size
         steps_per_epoch = max(1, OPENWEBTEXT_TRAIN_TOKENS // tokens_per_step)
-        steps = (args.steps if args.steps is not None
-                 else args.epochs * steps_per_epoch if args.epochs is not None else DEFAULT_STEPS)
+        steps = harness.measured_steps(args, steps_per_epoch, DEFAULT_STEPS)
         timer = harness.measure(ctx, args, trainer.step, steps)
 
         # Model FLOPs per token: 6*N (2 FLOPs per multiply-add, forward + backward = 3x the

@@ -199,6 +199,19 @@ def max_across_ranks(value: float, device: torch.device) -> float:
     return float(t.item())
 
 
+def measured_steps(args: argparse.Namespace, steps_per_epoch: int,
+                   default_steps: int | None = None) -> int:
+    """How many steps the timed window holds: --steps if given, else --epochs whole
+    epochs, else the workload's default (for workloads whose epoch is too long to time)."""
+    if args.steps is not None:
+        return args.steps
+    if args.epochs is not None:
+        return args.epochs * steps_per_epoch
+    if default_steps is None:
+        raise ValueError("a workload whose --epochs defaults to none must give default_steps")
+    return default_steps
+
+
 def measure(ctx: Dist, args: argparse.Namespace, step_fn: Callable[[int], None],
             steps: int) -> StepTimer:
     """The measurement every workload makes: `args.warmup` untimed steps, then

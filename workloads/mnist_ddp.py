@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         if trainer.steps_per_epoch < 1:
             print("error: batch size too large for the data set", file=sys.stderr)
             return 2
-        steps = args.steps if args.steps is not None else args.epochs * trainer.steps_per_epoch
+        steps = harness.measured_steps(args, trainer.steps_per_epoch)
         timer = harness.measure(ctx, args, trainer.step, steps)
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,

@@ -168,8 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         trainer = Trainer(ctx, args)
         global_batch = args.batch_size * ctx.world_size
         steps_per_epoch = max(1, IMAGENET_TRAIN_IMAGES // global_batch)
-        steps = (args.steps if args.steps is not None
-                 else args.epochs * steps_per_epoch if args.epochs is not None else DEFAULT_STEPS)
+        steps = harness.measured_steps(args, steps_per_epoch, DEFAULT_STEPS)
         timer = harness.measure(ctx, args, trainer.step, steps)
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
