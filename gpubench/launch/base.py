@@ -49,6 +49,12 @@ class RunOutcome:
 LineSink = Callable[[str], None]
 
 
+def cpu_threads_per_process(cpus: int, procs: int) -> str:
+    """OMP_NUM_THREADS for CPU runs: the cores shared out between the processes, so
+    one process is not compared with N processes that each think they own the machine."""
+    return str(max(1, cpus // procs))
+
+
 class Launcher(Protocol):
     def machine(self) -> Machine: ...
 

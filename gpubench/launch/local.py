@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from gpubench.errors import RunError
-from gpubench.launch.base import LineSink, Machine, RunOutcome
+from gpubench.launch.base import LineSink, Machine, RunOutcome, cpu_threads_per_process
 from gpubench.launch.process import failure_line, stream_process
 from gpubench.suite import WorkloadRef
 
@@ -63,9 +63,7 @@ class LocalLauncher:
         # a workload (or a user's script) has no business with the cloud API keys
         env = {k: v for k, v in os.environ.items() if k not in PROVIDER_KEY_VARS}
         if not self._gpus:
-            # CPU processes share the cores: give each its fair part, so that
-            # 1 process is not compared with N processes that each think they own the machine.
-            env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // procs))
+            env["OMP_NUM_THREADS"] = cpu_threads_per_process(os.cpu_count() or 1, procs)
         env["PYTHONUNBUFFERED"] = "1"
         return env
 

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from gpubench.launch import stop_tagged
-from gpubench.launch.base import LineSink, Machine, RunOutcome
+from gpubench.launch.base import LineSink, Machine, RunOutcome, cpu_threads_per_process
 from gpubench.launch.process import failure_line
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, SshError
@@ -89,8 +89,7 @@ class SshLauncher:
     def environment(self, procs: int) -> dict[str, str]:
         env = {"PYTHONUNBUFFERED": "1"}
         if self.session.env is not None and not self.session.env.cuda_available:
-            # as locally: CPU processes share the cores out fairly
-            env["OMP_NUM_THREADS"] = str(max(1, self.session.env.cpu_count // procs))
+            env["OMP_NUM_THREADS"] = cpu_threads_per_process(self.session.env.cpu_count, procs)
         return env
 
     def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float) -> str:
