@@ -10,19 +10,26 @@ small at 1024 tokens, all_reduce up to 1 GB) on one GPU, and all_reduce on all
 of them; on a CPU they run tiny versions at 1 and 2 gloo processes, which
 checks the plumbing, not the speed. Every run goes through gpubench's own
 launcher (torchrun --standalone), as `gpubench run` does.
+
+Before the workloads, benchmarks/device_ceilings.py measures what this device
+delivers to a bare matrix product and a bare copy; GPT's model TFLOP/s is set
+beside that as well as beside the datasheet peak (MFU). With --results the
+ceilings are kept next to the records, in device-ceilings.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import suite
-from gpubench.launch.local import LocalLauncher
+from gpubench.launch.local import LocalLauncher, torch_python
 from gpubench.results import ResultsStore, new_run_id
 from gpubench.sweep import SweepPlan, run_sweep
 
@@ -144,8 +151,52 @@ def describe(record: dict) -> str:
     return f"{tp:,.1f} {unit}"
 
 
-def print_table(records: list[dict]) -> None:
+# --------------------------------------------------------------------------- this device's ceilings
+CEILINGS_SCRIPT = Path(__file__).resolve().parent / "device_ceilings.py"
+CEILINGS_FILE = "device-ceilings.json"
+
+
+def measure_ceilings(timeout: float = 600.0) -> dict | None:
+    """benchmarks/device_ceilings.py in its own process, so this one never holds a
+    CUDA context while the workloads run; None (with a line saying why) if it fails."""
+    try:
+        out = subprocess.run([torch_python(), str(CEILINGS_SCRIPT), "--json"],
+                             capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"device ceilings not measured: {e}", file=sys.stderr)
+        return None
+    if out.returncode != 0:
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"device ceilings not measured: {tail}", file=sys.stderr)
+        return None
+    return json.loads(out.stdout)
+
+
+def rate(value: float) -> str:
+    return f"{value:,.1f}" if value >= 10 else f"{value:.3f}"
+
+
+def ceiling_line(record: dict, ceilings: dict | None) -> str | None:
+    """GPT's model TFLOP/s over the matrix-product rate measured on the same device
+    at the same precision: how much of what the card delivers here the model gets."""
+    if not ceilings or record["workload"] != "gpt-ddp" or record.get("status") != "ok":
+        return None
+    if record.get("precision") != ceilings["matmul_dtype"] or record.get("tf32"):
+        return None
+    achieved = record.get("model_tflops_per_gpu")
+    if not achieved:
+        return None
+    return (f"model TFLOP/s / measured {ceilings['matmul_dtype']} matrix product = "
+            f"{achieved / ceilings['matmul_tflops']:.1%} "
+            f"({rate(ceilings['matmul_tflops'])} TFLOP/s, device_ceilings.py)")
+
+
+def print_table(records: list[dict], ceilings: dict | None = None) -> None:
     print()
+    if ceilings:
+        print(f"device ceilings ({ceilings['device_name']}): {ceilings['matmul_dtype']} "
+              f"{ceilings['matmul_n']}^3 matrix product {rate(ceilings['matmul_tflops'])} TFLOP/s, "
+              f"copy {rate(ceilings['copy_gb_per_s'])} GB/s (medians of {ceilings['repeats']})")
     print(f"{'workload':<11} {'gpus':>4} {'precision':<9} measured")
     for r in records:
         print(f"{r['workload']:<11} {r['gpu_count']:>4} {r.get('precision', ''):<9} {describe(r)}")
@@ -158,6 +209,9 @@ def print_table(records: list[dict]) -> None:
             value = measured.get(ref.metric)
             ratio = f"{value / ref.value:.2f}" if value else "n/a"
             print(f"{'':<26}   measured / published = {ratio} ({ref.label})  [{ref.source}]")
+        against_device = ceiling_line(r, ceilings)
+        if against_device:
+            print(f"{'':<26}   {against_device}")
         others = sorted({ref.label for ref in refs} - {ref.label for ref in same})
         if others:
             print(f"{'':<26}   published for other GPUs/precisions: {'; '.join(others)}")
@@ -174,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="keep the records in this directory (default: a temporary one)")
     p.add_argument("--only", default=None, help="comma-separated workloads to run")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per run")
+    p.add_argument("--no-ceilings", action="store_true",
+                   help="skip measuring the device's matrix-product rate and copy bandwidth")
     args = p.parse_args(argv)
 
     launcher = LocalLauncher()
@@ -190,9 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine.instance_type} ({machine.gpu_name}); "
           f"{'real sizes' if on_gpu else 'tiny sizes on the CPU: plumbing, not speed'}")
 
+    ceilings = None if args.no_ceilings else measure_ceilings()
     with tempfile.TemporaryDirectory(prefix="gpubench-suite-") as tmp:
         directory = args.results or Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
+        if ceilings and args.results:
+            (directory / CEILINGS_FILE).write_text(json.dumps(ceilings, indent=1, sort_keys=True) + "\n")
         store = ResultsStore.for_writing(directory)
         run_id = new_run_id()
         records: list[dict] = []
@@ -202,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                               invocation="benchmarks/workload_suite.py")
             records += run_sweep(launcher, sweep, store, lambda line: None)
             print(f"  {name}: {', '.join(r['status'] for r in records[-len(counts):])}", flush=True)
-        print_table(records)
+        print_table(records, ceilings)
         if args.results:
             print(f"\nrecords: {directory}/{run_id}.jsonl")
     return 0 if all(r["status"] == "ok" for r in records) else 1
