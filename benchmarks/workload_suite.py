@@ -14,7 +14,9 @@ launcher (torchrun --standalone), as `gpubench run` does.
 Before the workloads, benchmarks/device_ceilings.py measures what this device
 delivers to a bare matrix product and a bare copy; GPT's model TFLOP/s is set
 beside that as well as beside the datasheet peak (MFU). With --results the
-ceilings are kept next to the records, in device-ceilings.json.
+ceilings are kept next to the records, in device-ceilings.json. Where
+nccl-tests' all_reduce_perf is installed (on PATH or in $NCCL_TESTS_DIR), an
+allreduce over 2 or more GPUs is set beside it on the same GPUs and sizes.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import nccl_tests
 from gpubench import suite
 from gpubench.launch.local import LocalLauncher, torch_python
 from gpubench.results import ResultsStore, new_run_id
@@ -191,7 +194,43 @@ def ceiling_line(record: dict, ceilings: dict | None) -> str | None:
             f"({rate(ceilings['matmul_tflops'])} TFLOP/s, device_ceilings.py)")
 
 
-def print_table(records: list[dict], ceilings: dict | None = None) -> None:
+# --------------------------------------------------------------------------- nccl-tests
+NCCL_TESTS_FILE = "nccl-tests-all_reduce_perf.txt"
+
+
+def compare_with_nccl_tests(records: list[dict], directory: Path | None) -> dict[int, str]:
+    """For each allreduce record over 2 or more GPUs, all_reduce_perf's figures on the
+    same GPUs and sizes, as a line for the table (keyed by the record's GPU count)."""
+    lines: dict[int, str] = {}
+    for r in records:
+        if r["workload"] != "allreduce" or r.get("status") != "ok":
+            continue
+        if r["world_size"] < 2:
+            lines[r["gpu_count"]] = "nccl-tests: not compared (one GPU has no bus to measure)"
+            continue
+        if r.get("device") != "cuda":
+            lines[r["gpu_count"]] = "nccl-tests: not compared (gloo on a CPU; nccl-tests measures NCCL)"
+            continue
+        binary = nccl_tests.find_binary()
+        if binary is None:
+            lines[r["gpu_count"]] = ("nccl-tests: not compared (no all_reduce_perf on PATH "
+                                     "or in $NCCL_TESTS_DIR)")
+            continue
+        try:
+            text = nccl_tests.run_all_reduce_perf(binary, r["world_size"], r["min_bytes"],
+                                                  r["max_bytes"])
+            rows = nccl_tests.parse_output(text)
+        except nccl_tests.NcclTestsError as e:
+            lines[r["gpu_count"]] = f"nccl-tests: not compared ({e})"
+            continue
+        if directory is not None:
+            (directory / NCCL_TESTS_FILE).write_text(text)
+        lines[r["gpu_count"]] = nccl_tests.comparison_line(r["curve"], rows)
+    return lines
+
+
+def print_table(records: list[dict], ceilings: dict | None = None,
+                nccl_lines: dict[int, str] | None = None) -> None:
     print()
     if ceilings:
         print(f"device ceilings ({ceilings['device_name']}): {ceilings['matmul_dtype']} "
@@ -200,6 +239,8 @@ def print_table(records: list[dict], ceilings: dict | None = None) -> None:
     print(f"{'workload':<11} {'gpus':>4} {'precision':<9} measured")
     for r in records:
         print(f"{r['workload']:<11} {r['gpu_count']:>4} {r.get('precision', ''):<9} {describe(r)}")
+        if r["workload"] == "allreduce" and nccl_lines and r["gpu_count"] in nccl_lines:
+            print(f"{'':<26}   {nccl_lines[r['gpu_count']]}")
         if r.get("status") != "ok" or r["gpu_count"] != 1:
             continue
         measured = figures(r)
@@ -261,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                               invocation="benchmarks/workload_suite.py")
             records += run_sweep(launcher, sweep, store, lambda line: None)
             print(f"  {name}: {', '.join(r['status'] for r in records[-len(counts):])}", flush=True)
-        print_table(records, ceilings)
+        nccl_lines = compare_with_nccl_tests(records, directory if args.results else None)
+        print_table(records, ceilings, nccl_lines)
         if args.results:
             print(f"\nrecords: {directory}/{run_id}.jsonl")
     return 0 if all(r["status"] == "ok" for r in records) else 1
