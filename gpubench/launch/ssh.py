@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path, PurePosixPath
 
-from gpubench.launch import stop_tagged
+from gpubench.launch import leases, stop_tagged
 from gpubench.launch.base import LineSink, Machine, RunOutcome, cpu_threads_per_process
 from gpubench.launch.process import failure_line
 from gpubench.remote.envcheck import RemoteEnv
@@ -33,8 +33,9 @@ KILL_GRACE_S = 5  # between SIGTERM (torchrun stops its workers) and SIGKILL
 TIMEOUT_EXIT = 124  # coreutils `timeout`
 LOCAL_MARGIN_S = 60  # the remote `timeout` acts first; this covers a hung link
 
-# The stop_tagged module's own source, run by the remote python.
+# Module sources run by the remote python (standard library only).
 KILL_RUNS = Path(stop_tagged.__file__).read_text()
+LEASES = Path(leases.__file__).read_text()
 
 
 def remote_script(workload: WorkloadRef) -> str:
@@ -64,6 +65,9 @@ class SshLauncher:
         self.session = session
         self._machine = machine
         self._synced: set[Path] = set()
+        self.controller = uuid.uuid4().hex  # this sweep, in the machine's run markers
+        self._connection_number = 0
+        self.lease = ""  # held while the current connection lives (take_lease)
 
     def machine(self) -> Machine:
         return self._machine
@@ -97,7 +101,8 @@ class SshLauncher:
         under `timeout` (which also bounds a run whose controller has gone)."""
         q = shlex.quote
         assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
-        return (f"cd {q(self.session.layout.base)} && mkdir -p runs && : > runs/{run_id}.running && "
+        return (f"cd {q(self.session.layout.base)} && mkdir -p runs && "
+                f"printf %s {q(self.lease)} > runs/{run_id}.running && "
                 f"exec setsid -w env {RUN_TAG}={run_id} timeout -k 10 {max(1, int(timeout))} "
                 f"env {assignments} {shlex.join(cmd)}")
 
@@ -116,6 +121,7 @@ class SshLauncher:
             except ConnectionLostError:
                 self.session.reconnect()  # raises once the reconnects are spent
                 self.stop_leftovers()  # the run the lost connection orphaned
+                self.take_lease()
                 on_line("reconnected; running this count again from the start")
         raise ConnectionLostError(f"lost the SSH connection to {self.session.target} too often")
 
@@ -164,13 +170,25 @@ class SshLauncher:
             return None
         return record if isinstance(record, dict) else None
 
-    def stop_leftovers(self) -> int:
-        """Stop runs an earlier, lost connection left behind (their marker files say
-        which); returns how many processes were stopped."""
+    def take_lease(self) -> None:
+        """Hold a lease on the machine for as long as the current connection lives,
+        so that another sweep there leaves this one's runs alone."""
         q = shlex.quote
-        runs = f"{self.session.layout.base}/runs"
+        self._connection_number += 1
+        lease = f"{self.controller}.{self._connection_number}"
+        self.session.conn.hold(f"{self.session.python} -c {q(LEASES)} hold "
+                               f"{q(self.session.layout.leases)} {lease}", leases.HELD)
+        self.lease = lease
+
+    def stop_leftovers(self) -> int:
+        """Stop the runs whose controlling sweep is gone (its connection lost, or
+        gpubench killed), and only those: a sweep that still holds its lease keeps
+        its runs. Returns how many processes were stopped."""
+        q = shlex.quote
+        runs = self.session.layout.runs
         _, text = self.session.conn.capture(
-            f"for f in {q(runs)}/*.running; do [ -e \"$f\" ] && basename \"$f\" .running; done; true", 30)
+            f"{self.session.python} -c {q(LEASES)} orphans {q(runs)} "
+            f"{q(self.session.layout.leases)} {self.controller}", 30)
         ids = [t for t in text.split() if t.isalnum()]
         if not ids:
             return 0
@@ -206,6 +224,7 @@ def open_launcher(host: RemoteHost, known_hosts: Path, options: SessionOptions,
         env = session.open()
         launcher = SshLauncher(session, machine_for(host, env))
         launcher.stop_leftovers()
+        launcher.take_lease()
     except BaseException:
         session.close()
         raise

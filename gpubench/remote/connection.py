@@ -53,6 +53,7 @@ class SshConnection:
         self.known_hosts = known_hosts
         self.options = options
         self._client: paramiko.SSHClient | None = None
+        self._held: list[paramiko.Channel] = []
 
     # ------------------------------------------------------------------ connect
     def open(self, wait: float | None = None) -> None:
@@ -104,6 +105,7 @@ class SshConnection:
         return client
 
     def close(self) -> None:
+        self._held.clear()  # their channels close with the client
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -149,6 +151,30 @@ class SshConnection:
         if result.timed_out:
             raise SshError(f"a command on {self.target} did not finish in {timeout:.0f}s")
         return (result.exit_code if result.exit_code is not None else -1), "".join(chunks)
+
+    def hold(self, command: str, ready: str, timeout: float = 30.0) -> None:
+        """Start `command` on a channel of its own and leave it running for as long as
+        this connection lives; returns once it prints the line `ready`."""
+        chan = self._channel(command)
+        chan.settimeout(0.5)
+        seen = ""
+        deadline = time.monotonic() + timeout
+        try:
+            while ready not in seen.splitlines():
+                if time.monotonic() > deadline:
+                    raise SshError(f"a command on {self.target} did not start in {timeout:.0f}s")
+                try:
+                    data = chan.recv(4096)
+                except socket.timeout:
+                    continue
+                if not data:
+                    last = (seen.strip().splitlines() or ["no output"])[-1]
+                    raise SshError(f"a command on {self.target} ended at once: {last}")
+                seen += data.decode("utf-8", "replace")
+        except BaseException:
+            chan.close()
+            raise
+        self._held.append(chan)
 
     def stream(self, command: str, on_line: Callable[[str], None], timeout: float) -> StreamResult:
         """Run `command`, pass each output line to `on_line` as it arrives.

@@ -5,6 +5,7 @@ Remote layout, under a base directory relative to the remote home by default:
     <base>/workloads/  mirror of the suite (+ the user's script), kept by rsync --delete
     <base>/runs/       each run's record file, removed once fetched
     <base>/state/      the environment check and install markers, kept across sweeps
+    <base>/leases/     one lock per sweep's connection: whose runs are still controlled
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class RemoteLayout:
     @property
     def state(self) -> str:
         return f"{self.base}/state"
+
+    @property
+    def leases(self) -> str:
+        return f"{self.base}/leases"
 
 
 @dataclass(frozen=True)
