@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,7 @@ class Sshd:
     key_file: Path
     dir: Path
     proc: subprocess.Popen | None = None
+    prefix: list[str] = field(default_factory=list)  # e.g. ip netns exec NAME
 
     @property
     def spec(self) -> str:
@@ -38,7 +39,7 @@ class Sshd:
         return self.dir / "sshd_config"
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config)],
+        self.proc = subprocess.Popen([*self.prefix, SSHD, "-D", "-e", "-f", str(self.config)],
                                      stdout=subprocess.DEVNULL, stderr=open(self.dir / "sshd.log", "ab"))
         deadline = time.monotonic() + START_DEADLINE_S
         while time.monotonic() < deadline:
@@ -99,8 +100,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def sshd(tmp_path: Path):
+def make_sshd(tmp_path: Path, listen: str = "127.0.0.1", prefix: list[str] | None = None) -> Sshd:
+    """An sshd configured from scratch in tmp_path, listening on `listen` (not started)."""
     if not os.path.exists(SSHD):
         pytest.skip("openssh-server is not installed")
     d = tmp_path / "sshd"
@@ -113,7 +114,7 @@ def sshd(tmp_path: Path):
     port = free_port()
     (d / "sshd_config").write_text(f"""\
 Port {port}
-ListenAddress 127.0.0.1
+ListenAddress {listen}
 HostKey {d / 'host_ed25519'}
 PidFile {d / 'sshd.pid'}
 AuthorizedKeysFile {d / 'authorized_keys'}
@@ -125,12 +126,37 @@ UsePAM no
 StrictModes no
 MaxStartups 50
 """)
-    server = Sshd("127.0.0.1", port, os.environ.get("USER") or "root", client_key, d)
+    server = Sshd(listen, port, os.environ.get("USER") or "root", client_key, d,
+                  prefix=list(prefix or []))
     if os.geteuid() != 0:
         server.user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+    return server
+
+
+@pytest.fixture
+def sshd(tmp_path: Path):
+    server = make_sshd(tmp_path)
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def netns_sshd(tmp_path: Path):
+    """An sshd on a host of its own: a network namespace this test creates, joined to
+    this one by a veth pair, so that the link can be cut silently (no reset sent)."""
+    from tests.remote.netns import TestHost
+
+    host = TestHost.create()
+    try:
+        server = make_sshd(tmp_path, listen=host.address, prefix=host.exec_prefix)
+        server.start()
+        try:
+            yield server, host
+        finally:
+            server.stop()
+    finally:
+        host.destroy()
 
 
 @pytest.fixture
