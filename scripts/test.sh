@@ -3,10 +3,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh local,test,plots
-# The report tests open the HTML report in headless Chromium.
-if ! command -v chromium >/dev/null; then
+# The report tests open the HTML report in headless Chromium; the dead-link test
+# puts an sshd in a network namespace of its own (iproute2's `ip netns`).
+test_packages=()
+command -v chromium >/dev/null || test_packages+=(chromium)
+command -v ip >/dev/null || test_packages+=(iproute2)
+if [ ${#test_packages[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${test_packages[@]}" >/dev/null
 fi
 # The official vastai CLI is a test peer of the mock cloud. vastai 1.9.1 pins
 # cryptography==49 while runpod 1.12 needs >=50, so it goes in without its pins,
