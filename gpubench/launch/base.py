@@ -48,6 +48,23 @@ class RunOutcome:
 
 LineSink = Callable[[str], None]
 
+# Every run is told where its record goes through this variable; suite workloads
+# also take it as --record-file. A user's own script may write a JSON object
+# there (rank 0 only), with at least "throughput" and "throughput_unit", or write
+# nothing: the sweep then times the whole run.
+RECORD_ENV = "GPUBENCH_RECORD_FILE"
+
+
+def record_args(workload: WorkloadRef, record_file: str) -> list[str]:
+    """The record flag for a suite workload; none for a user's script, whose own
+    argument parser would refuse a flag it does not know."""
+    return ["--record-file", record_file] if workload.in_suite else []
+
+
+def shown_command(cmd: list[str], record_file: str) -> list[str]:
+    """The command as the records keep it: the per-run record path left out."""
+    return ["RECORD" if arg == record_file else arg for arg in cmd]
+
 
 def cpu_threads_per_process(cpus: int, procs: int) -> str:
     """OMP_NUM_THREADS for CPU runs: the cores shared out between the processes, so

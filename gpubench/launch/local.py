@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from gpubench.errors import RunError
-from gpubench.launch.base import LineSink, Machine, RunOutcome, cpu_threads_per_process
+from gpubench.launch.base import (RECORD_ENV, LineSink, Machine, RunOutcome,
+                                  cpu_threads_per_process, record_args, shown_command)
 from gpubench.launch.process import failure_line, stream_process
 from gpubench.suite import WorkloadRef
 
@@ -57,7 +58,7 @@ class LocalLauncher:
                 workload_args: list[str]) -> list[str]:
         return [torch_python(), "-m", "torch.distributed.run", "--standalone",
                 f"--nproc_per_node={procs}", str(workload.script),
-                "--record-file", str(record_file), *workload_args]
+                *record_args(workload, str(record_file)), *workload_args]
 
     def environment(self, procs: int) -> dict[str, str]:
         # a workload (or a user's script) has no business with the cloud API keys
@@ -72,17 +73,13 @@ class LocalLauncher:
         with tempfile.TemporaryDirectory(prefix="gpubench-") as tmp:
             record_file = Path(tmp) / "record.json"
             cmd = self.command(workload, procs, record_file, workload_args)
+            env = {**self.environment(procs), RECORD_ENV: str(record_file)}
             start = time.perf_counter()
-            returncode, tail = stream_process(cmd, self.environment(procs), on_line, timeout)
+            returncode, tail = stream_process(cmd, env, on_line, timeout)
             elapsed = time.perf_counter() - start
             record = _read_record(record_file) if returncode == 0 else None
-        error = None
-        if returncode != 0:
-            error = failure_line(tail, returncode, timeout)
-        elif record is None:
-            error = "the workload exited without writing a result record"
-        shown = [Path(cmd[0]).name, *cmd[1:]]
-        shown[shown.index("--record-file") + 1] = "RECORD"
+        error = failure_line(tail, returncode, timeout) if returncode != 0 else None
+        shown = shown_command([Path(cmd[0]).name, *cmd[1:]], str(record_file))
         return RunOutcome(returncode, record, shown, elapsed, error, tail)
 
 

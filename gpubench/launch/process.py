@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -100,5 +101,19 @@ def failure_line(tail: list[str], returncode: int, timeout: float) -> str:
         if text.startswith("error:") or ": error: " in text or (
                 head.endswith(("Error", "Exception", "Interrupt")) and " " not in head):
             return text
-    last = next((t.strip() for t in reversed(tail) if t.strip()), "")
+    last = next((t.strip() for t in reversed(_workers_part(tail))
+                 if t.strip() and not TORCH_LOG_LINE.match(t.strip())), "")
     return f"exit code {returncode}" + (f": {last}" if last else "")
+
+
+# torch's own log lines (E1123 06:20:45.143000 1980 torch/...] ...): not the workload's words
+TORCH_LOG_LINE = re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d")
+
+
+def _workers_part(tail: list[str]) -> list[str]:
+    """The output before torchrun's own report of a failed worker (its log line
+    "failed (exitcode: N)", its traceback and its summary box)."""
+    for i, line in enumerate(tail):
+        if "failed (exitcode:" in line:
+            return tail[:i]
+    return tail

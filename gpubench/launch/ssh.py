@@ -20,7 +20,8 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from gpubench.launch import leases, stop_tagged
-from gpubench.launch.base import LineSink, Machine, RunOutcome, cpu_threads_per_process
+from gpubench.launch.base import (RECORD_ENV, LineSink, Machine, RunOutcome,
+                                  cpu_threads_per_process, record_args, shown_command)
 from gpubench.launch.process import failure_line
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, SshError
@@ -36,6 +37,11 @@ LOCAL_MARGIN_S = 60  # the remote `timeout` acts first; this covers a hung link
 # Module sources run by the remote python (standard library only).
 KILL_RUNS = Path(stop_tagged.__file__).read_text()
 LEASES = Path(leases.__file__).read_text()
+
+
+def record_path(run_id: str) -> str:
+    """Where a run's record goes on the machine, relative to the remote base."""
+    return f"runs/{run_id}.json"
 
 
 def remote_script(workload: WorkloadRef) -> str:
@@ -87,8 +93,8 @@ class SshLauncher:
                 workload_args: list[str]) -> list[str]:
         """The torchrun command as the machine runs it, paths relative to the remote base."""
         return [*shlex.split(self.session.python), "-m", "torch.distributed.run", "--standalone",
-                f"--nproc_per_node={procs}", remote_script(workload), "--record-file", record_file,
-                *workload_args]
+                f"--nproc_per_node={procs}", remote_script(workload),
+                *record_args(workload, record_file), *workload_args]
 
     def environment(self, procs: int) -> dict[str, str]:
         env = {"PYTHONUNBUFFERED": "1"}
@@ -103,8 +109,8 @@ class SshLauncher:
         assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
         return (f"cd {q(self.session.layout.base)} && mkdir -p runs && "
                 f"printf %s {q(self.lease)} > runs/{run_id}.running && "
-                f"exec setsid -w env {RUN_TAG}={run_id} timeout -k 10 {max(1, int(timeout))} "
-                f"env {assignments} {shlex.join(cmd)}")
+                f"exec setsid -w env {RUN_TAG}={run_id} {RECORD_ENV}=\"$PWD/{record_path(run_id)}\" "
+                f"timeout -k 10 {max(1, int(timeout))} env {assignments} {shlex.join(cmd)}")
 
     # ------------------------------------------------------------------ running
     def run(self, workload: WorkloadRef, procs: int, workload_args: list[str],
@@ -128,7 +134,7 @@ class SshLauncher:
     def _run_once(self, workload: WorkloadRef, procs: int, workload_args: list[str],
                   on_line: LineSink, timeout: float) -> RunOutcome:
         run_id = uuid.uuid4().hex
-        record_file = f"runs/{run_id}.json"
+        record_file = record_path(run_id)
         cmd = self.command(workload, procs, record_file, workload_args)
         line = self.shell_line(run_id, cmd, self.environment(procs), timeout)
         start = time.perf_counter()
@@ -144,14 +150,10 @@ class SshLauncher:
             self._stop_quietly(run_id)
         code = -9 if result.timed_out or result.exit_code == TIMEOUT_EXIT else result.exit_code
         record = self._collect(run_id, wanted=code == 0)
-        error = None
-        if code != 0:
-            error = failure_line(result.tail, code if code is not None else -9, timeout)
-        elif record is None:
-            error = "the workload exited without writing a result record"
+        error = failure_line(result.tail, code if code is not None else -9, timeout) if code != 0 else None
         script = remote_script(workload)
-        shown = [f"{self.session.layout.base}/{arg}" if arg == script else arg for arg in cmd]
-        shown[shown.index("--record-file") + 1] = "RECORD"
+        shown = shown_command([f"{self.session.layout.base}/{arg}" if arg == script else arg
+                               for arg in cmd], record_file)
         return RunOutcome(code if code is not None else -9, record, shown, elapsed, error,
                           result.tail)
 

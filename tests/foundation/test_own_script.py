@@ -1,0 +1,69 @@
+"""`gpubench run ./my_train.py`: a user's own torchrun script, unchanged, is swept and
+timed like a suite workload. It is never handed a flag it does not know; it may
+report its own throughput through $GPUBENCH_RECORD_FILE, or leave the timing to
+gpubench (the whole run's wall time)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.conftest import GPUBENCH, REPO, cpu_env
+
+# argparse refuses unknown flags, as most training scripts do
+PLAIN = """\
+import argparse, os, time
+p = argparse.ArgumentParser()
+p.add_argument("--work", type=float, default=0.2)
+a = p.parse_args()
+time.sleep(a.work / int(os.environ["WORLD_SIZE"]))
+print("rank", os.environ["RANK"], "done", flush=True)
+"""
+
+REPORTING = """\
+import json, os
+world = int(os.environ["WORLD_SIZE"])
+if os.environ["RANK"] == "0":
+    with open(os.environ["GPUBENCH_RECORD_FILE"], "w") as f:
+        json.dump({"throughput": 1000.0 * world, "throughput_unit": "tokens/s",
+                   "wall_seconds": 2.0}, f)
+"""
+
+
+def _run(tmp_path, source: str, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    script = tmp_path / "my_train.py"
+    script.write_text(source)
+    results = tmp_path / "results"
+    results.mkdir(exist_ok=True)
+    proc = subprocess.run([GPUBENCH, "run", str(script), "--gpus", "1,2", "--results", str(results),
+                           *args], capture_output=True, text=True, timeout=180, cwd=REPO,
+                          env=cpu_env())
+    records = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]
+    return proc, records
+
+
+def test_a_plain_script_is_timed_as_a_whole(tmp_path):
+    proc, records = _run(tmp_path, PLAIN, "--", "--work", "1.0")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(r["gpu_count"], r["status"], r["timing"], r["throughput_unit"]) for r in records] == [
+        (1, "ok", "whole process", "runs/s"), (2, "ok", "whole process", "runs/s")]
+    for r in records:
+        assert r["throughput"] == 1.0 / r["wall_seconds"]
+        assert r["wall_seconds"] == r["process_seconds"] and r["precision"] == "-"
+        assert "--record-file" not in r["launch_command"]
+    assert "runs/s" in proc.stdout and "speedup" in proc.stdout
+
+
+def test_a_script_that_reports_its_own_throughput(tmp_path):
+    proc, records = _run(tmp_path, REPORTING)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(r["throughput"], r["throughput_unit"], r["timing"], r["wall_seconds"]) for r in records] == [
+        (1000.0, "tokens/s", "script", 2.0), (2000.0, "tokens/s", "script", 2.0)]
+    assert "tokens/s" in proc.stdout
+
+
+def test_a_failing_script_is_recorded_as_failed(tmp_path):
+    proc, records = _run(tmp_path, "raise SystemExit('no data at /data/imagenet')\n")
+    assert proc.returncode == 1
+    assert [r["status"] for r in records] == ["failed", "failed"]
+    assert "no data at /data/imagenet" in records[0]["error"]
