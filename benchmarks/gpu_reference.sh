@@ -19,9 +19,12 @@ site=$(mktemp -d "${TMPDIR:-/tmp}/gpubench-site.XXXXXX")
 trap 'rm -rf "$site"' EXIT
 
 mkdir -p "$out"
+# built from a copy, so that the build leaves nothing in the checkout
+mkdir "$site/src"
+cp -r "$root/pyproject.toml" "$root/README.md" "$root/gpubench" "$root/providers" "$root/workloads" "$site/src/"
 "$python" -m pip install --quiet --disable-pip-version-check --no-deps --no-index \
-    --no-build-isolation --target "$site" "$root"
+    --no-build-isolation --target "$site/lib" "$site/src"
 { nvidia-smi 2>&1 || echo "nvidia-smi: not available"; } > "$out/nvidia-smi.txt"
 echo "bash benchmarks/gpu_reference.sh $out $*" > "$out/command.txt"
-PYTHONPATH="$site" PYTHONUNBUFFERED=1 \
+PYTHONPATH="$site/lib" PYTHONUNBUFFERED=1 \
     "$python" "$root/benchmarks/workload_suite.py" --results "$out" "$@" 2>&1 | tee "$out/suite.txt"

@@ -26,6 +26,7 @@ def test_reference_folder_holds_records_ceilings_table_and_command(tmp_path):
     assert (out / "command.txt").read_text().strip().endswith("--only allreduce")
     assert (out / "nvidia-smi.txt").exists()
     assert not list(tmp_path.glob("gpubench-site.*"))  # the private install is removed
+    assert not (ROOT / "build").exists()  # and the checkout is left as it was
 
 
 def test_needs_an_output_folder():
