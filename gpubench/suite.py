@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpubench.errors import UnknownWorkloadError
+from gpubench.errors import UnknownWorkloadError, UsageError
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,20 @@ class WorkloadRef:
     name: str
     script: Path
     in_suite: bool
+    workdir: Path | None = None  # a user's project directory, sent whole to a remote machine
+
+
+def with_workdir(ref: WorkloadRef, workdir: Path) -> WorkloadRef:
+    """The user's script together with the project directory it lives in (its
+    modules, configs), which remote runs send along and run in."""
+    if ref.in_suite:
+        raise UsageError(f"--workdir is for your own scripts; {ref.name} is a suite workload")
+    directory = workdir.expanduser().resolve()
+    if not directory.is_dir():
+        raise UsageError(f"--workdir: no such directory: {workdir}")
+    if not ref.script.is_relative_to(directory):
+        raise UsageError(f"--workdir: {ref.script} is not inside {directory}")
+    return WorkloadRef(ref.name, ref.script, False, directory)
 
 
 def workloads_dir() -> Path:

@@ -25,6 +25,9 @@ def run(
                                           "columns [default: the ledger's price; unknown for user@host]."),
     remote_python: str = typer.Option("python3", "--remote-python",
                                       help="The Python with torch on the --on machine."),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help="Your script's project directory: "
+                                           "sent whole to an --on machine (less what its .gitignore "
+                                           "names) and the directory runs start in."),
     remote_dir: str = typer.Option("gpubench", "--remote-dir",
                                    help="Working directory on the --on machine (relative to its home)."),
     connect_wait: float = typer.Option(30.0, "--connect-wait", min=1,
@@ -38,6 +41,8 @@ def run(
     from gpubench.results import ResultsStore
 
     ref = suite.resolve(workload)
+    if workdir is not None:
+        ref = suite.with_workdir(ref, workdir)
     counts = _counts(gpus)
     store = ResultsStore.for_writing(results)
     args = list(workload_args or [])

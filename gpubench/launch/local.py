@@ -75,7 +75,8 @@ class LocalLauncher:
             cmd = self.command(workload, procs, record_file, workload_args)
             env = {**self.environment(procs), RECORD_ENV: str(record_file)}
             start = time.perf_counter()
-            returncode, tail = stream_process(cmd, env, on_line, timeout)
+            cwd = str(workload.workdir) if workload.workdir else None  # as `cd DIR; torchrun ...`
+            returncode, tail = stream_process(cmd, env, on_line, timeout, cwd)
             elapsed = time.perf_counter() - start
             record = _read_record(record_file) if returncode == 0 else None
         error = failure_line(tail, returncode, timeout) if returncode != 0 else None

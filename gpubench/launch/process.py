@@ -20,7 +20,7 @@ DRAIN_S = 5.0  # reading what is left in the pipe after the run ended
 
 
 def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
-                   timeout: float) -> tuple[int, list[str]]:
+                   timeout: float, cwd: str | None = None) -> tuple[int, list[str]]:
     """Run `cmd`, pass each output line to `on_line`, stop it all at `timeout`.
 
     Returns the exit code (-9 when stopped for time) and the last lines of output.
@@ -29,7 +29,7 @@ def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
     SIGTERM (it stops its workers) and then whatever still carries the id is killed.
     """
     run_id = uuid.uuid4().hex
-    proc = subprocess.Popen(cmd, env={**env, stop_tagged.TAG_VAR: run_id},
+    proc = subprocess.Popen(cmd, env={**env, stop_tagged.TAG_VAR: run_id}, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, errors="replace", bufsize=1,
                             start_new_session=True)

@@ -25,7 +25,7 @@ from gpubench.launch.base import (RECORD_ENV, LineSink, Machine, RunOutcome,
 from gpubench.launch.process import failure_line
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, SshError
-from gpubench.remote.session import RemoteSession, SessionOptions
+from gpubench.remote.session import WORKDIR, RemoteSession, SessionOptions
 from gpubench.remote.targets import SSH_PROVIDER, RemoteHost
 from gpubench.suite import WorkloadRef, workloads_dir
 
@@ -45,8 +45,16 @@ def record_path(run_id: str) -> str:
 
 
 def remote_script(workload: WorkloadRef) -> str:
-    """The script's path relative to the remote base: suite and user scripts sit side by side."""
+    """The script's path as the run sees it: relative to the remote base, where suite
+    and user scripts sit side by side, or inside the user's project (--workdir)."""
+    if workload.workdir is not None:
+        return workload.script.relative_to(workload.workdir).as_posix()
     return str(PurePosixPath("workloads") / workload.script.name)
+
+
+def remote_cwd(workload: WorkloadRef) -> str:
+    """Where the run starts, relative to the remote base: the project for --workdir."""
+    return "." if workload.workdir is None else WORKDIR
 
 
 def machine_for(host: RemoteHost, env: RemoteEnv) -> Machine:
@@ -81,7 +89,11 @@ class SshLauncher:
     def prepare(self, workload: WorkloadRef) -> None:
         """Get the workload onto the machine with what it needs: once per session
         for the suite, once per machine for its packages."""
-        if workload.script not in self._synced:
+        if workload.workdir is not None:
+            if workload.workdir not in self._synced:
+                self.session.upload_workdir(workload.workdir)
+                self._synced.add(workload.workdir)
+        elif workload.script not in self._synced:
             suite = workloads_dir()
             script = None if workload.script.parent == suite else workload.script
             self.session.upload(suite, script)
@@ -102,14 +114,17 @@ class SshLauncher:
             env["OMP_NUM_THREADS"] = cpu_threads_per_process(self.session.env.cpu_count, procs)
         return env
 
-    def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float) -> str:
-        """cd to the base, mark the run, and start it tagged, in a session of its own,
-        under `timeout` (which also bounds a run whose controller has gone)."""
+    def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float,
+                   cwd: str = ".") -> str:
+        """cd to the base, mark the run, then (from `cwd`, relative to the base) start
+        it tagged, in a session of its own, under `timeout` (which also bounds a run
+        whose controller has gone)."""
         q = shlex.quote
         assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
         return (f"cd {q(self.session.layout.base)} && mkdir -p runs && "
                 f"printf %s {q(self.lease)} > runs/{run_id}.running && "
-                f"exec setsid -w env {RUN_TAG}={run_id} {RECORD_ENV}=\"$PWD/{record_path(run_id)}\" "
+                f"export {RECORD_ENV}=\"$PWD/{record_path(run_id)}\" && cd {q(cwd)} && "
+                f"exec setsid -w env {RUN_TAG}={run_id} "
                 f"timeout -k 10 {max(1, int(timeout))} env {assignments} {shlex.join(cmd)}")
 
     # ------------------------------------------------------------------ running
@@ -136,7 +151,8 @@ class SshLauncher:
         run_id = uuid.uuid4().hex
         record_file = record_path(run_id)
         cmd = self.command(workload, procs, record_file, workload_args)
-        line = self.shell_line(run_id, cmd, self.environment(procs), timeout)
+        cwd = remote_cwd(workload)
+        line = self.shell_line(run_id, cmd, self.environment(procs), timeout, cwd)
         start = time.perf_counter()
         try:
             result = self.session.conn.stream(line, on_line, timeout + LOCAL_MARGIN_S)
@@ -151,9 +167,13 @@ class SshLauncher:
         code = -9 if result.timed_out or result.exit_code == TIMEOUT_EXIT else result.exit_code
         record = self._collect(run_id, wanted=code == 0)
         error = failure_line(result.tail, code if code is not None else -9, timeout) if code != 0 else None
+        if error and "ModuleNotFoundError" in error and not workload.in_suite and workload.workdir is None:
+            error += " (only the script itself was sent: --workdir DIR sends its project)"
         script = remote_script(workload)
-        shown = shown_command([f"{self.session.layout.base}/{arg}" if arg == script else arg
-                               for arg in cmd], record_file)
+        base = self.session.layout.base
+        where = base if cwd == "." else f"{base}/{cwd}"
+        shown = shown_command([f"{where}/{arg}" if arg == script else arg for arg in cmd],
+                              record_file)
         return RunOutcome(code if code is not None else -9, record, shown, elapsed, error,
                           result.tail)
 

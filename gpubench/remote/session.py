@@ -3,6 +3,7 @@ layout, the environment found there, and reconnecting when the link drops.
 
 Remote layout, under a base directory relative to the remote home by default:
     <base>/workloads/  mirror of the suite (+ the user's script), kept by rsync --delete
+    <base>/workdir/    mirror of a user's project directory (--workdir), its runs' cwd
     <base>/runs/       each run's record file, removed once fetched
     <base>/state/      the environment check and install markers, kept across sweeps
     <base>/leases/     one lock per sweep's connection: whose runs are still controlled
@@ -22,6 +23,7 @@ from gpubench.remote.errors import ConnectionLostError, HostUnreachableError
 from gpubench.remote.target import SshTarget
 
 DEFAULT_BASE = "gpubench"
+WORKDIR = "workdir"  # under the base: a user's project directory (--workdir)
 DEFAULT_RECONNECTS = 3
 
 
@@ -32,6 +34,10 @@ class RemoteLayout:
     @property
     def workloads(self) -> str:
         return f"{self.base}/workloads"
+
+    @property
+    def workdir(self) -> str:
+        return f"{self.base}/{WORKDIR}"
 
     @property
     def runs(self) -> str:
@@ -88,6 +94,13 @@ class RemoteSession:
         extra = [script] if script is not None and script.parent != suite_dir else []
         result = sync.sync(self.target, self.known_hosts, suite_dir, self.layout.workloads, extra)
         self.echo(f"{self.target}: synced workloads ({result.files_transferred} file(s) sent, "
+                  f"{result.seconds:.1f}s)")
+        return result
+
+    def upload_workdir(self, workdir: Path) -> sync.SyncResult:
+        """Mirror a user's project directory (what its .gitignore files leave in)."""
+        result = sync.sync_tree(self.target, self.known_hosts, workdir, self.layout.workdir)
+        self.echo(f"{self.target}: synced {workdir} ({result.files_transferred} file(s) sent, "
                   f"{result.seconds:.1f}s)")
         return result
 

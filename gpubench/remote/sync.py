@@ -20,6 +20,10 @@ from gpubench.remote.errors import SyncError
 from gpubench.remote.target import SshTarget
 
 EXCLUDES = ("__pycache__/", "*.pyc", ".pytest_cache/")
+# A user's project: what git would not commit stays home, and so do the usual
+# heavy directories that are never code (rsync reads each .gitignore it meets).
+PROJECT_FILTERS = ("--filter=:- .gitignore", "--exclude=.git/", "--exclude=.venv/",
+                   "--exclude=venv/", "--exclude=.mypy_cache/")
 
 
 @dataclass(frozen=True)
@@ -39,13 +43,13 @@ def ssh_command(target: SshTarget, known_hosts: Path, connect_timeout: float = 1
 
 
 def rsync_command(target: SshTarget, known_hosts: Path, suite_dir: Path, remote_dir: str,
-                  extra_files: list[Path] = ()) -> list[str]:
+                  extra_files: list[Path] = (), filters: tuple[str, ...] = ()) -> list[str]:
     host = f"[{target.host}]" if ":" in target.host else target.host
     dest = remote_dir.rstrip("/")
     return ["rsync", "-az", "--delete", "--stats",
             # an older rsync on the machine has no --mkpath: make the directory first
             f"--rsync-path=mkdir -p {shlex.quote(dest)} && rsync",
-            *[f"--exclude={pattern}" for pattern in EXCLUDES],
+            *filters, *[f"--exclude={pattern}" for pattern in EXCLUDES],
             "-e", shlex.join(ssh_command(target, known_hosts)),
             f"{suite_dir}/", *[str(p) for p in extra_files],
             f"{target.user}@{host}:{dest}/"]
@@ -54,13 +58,25 @@ def rsync_command(target: SshTarget, known_hosts: Path, suite_dir: Path, remote_
 def sync(target: SshTarget, known_hosts: Path, suite_dir: Path, remote_dir: str,
          extra_files: list[Path] = (), timeout: float = 600.0) -> SyncResult:
     """Mirror `suite_dir` (and `extra_files`) into `remote_dir` on the machine."""
-    if shutil.which("rsync") is None:
-        raise SyncError("rsync is not installed on this machine (apt-get install rsync)")
     names = {p.name for p in suite_dir.iterdir()}
     for path in extra_files:
         if path.name in names:
             raise SyncError(f"{path.name} has the name of a file of the workload suite; rename it")
-    cmd = rsync_command(target, known_hosts, suite_dir, remote_dir, list(extra_files))
+    return _rsync(target, rsync_command(target, known_hosts, suite_dir, remote_dir, list(extra_files)),
+                  timeout)
+
+
+def sync_tree(target: SshTarget, known_hosts: Path, project_dir: Path, remote_dir: str,
+              timeout: float = 1800.0) -> SyncResult:
+    """Mirror a user's project directory into `remote_dir`, leaving out what its
+    .gitignore files name and the usual non-code directories (PROJECT_FILTERS)."""
+    cmd = rsync_command(target, known_hosts, project_dir, remote_dir, filters=PROJECT_FILTERS)
+    return _rsync(target, cmd, timeout)
+
+
+def _rsync(target: SshTarget, cmd: list[str], timeout: float) -> SyncResult:
+    if shutil.which("rsync") is None:
+        raise SyncError("rsync is not installed on this machine (apt-get install rsync)")
     start = time.perf_counter()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, errors="replace",

@@ -67,3 +67,22 @@ def test_a_failing_script_is_recorded_as_failed(tmp_path):
     assert proc.returncode == 1
     assert [r["status"] for r in records] == ["failed", "failed"]
     assert "no data at /data/imagenet" in records[0]["error"]
+
+
+def test_workdir_is_where_local_runs_start(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / "scripts").mkdir(parents=True)
+    (proj / "config.txt").write_text("3\n")
+    script = proj / "scripts" / "train.py"
+    script.write_text("import os\nif os.environ['RANK'] == '0':\n"
+                      "    n = int(open('config.txt').read())\n"
+                      "    open(os.environ['GPUBENCH_RECORD_FILE'], 'w').write("
+                      "'{\"throughput\": %d}' % n)\n")
+    results = tmp_path / "results"
+    results.mkdir()
+    proc = subprocess.run([GPUBENCH, "run", str(script), "--workdir", str(proj), "--gpus", "1",
+                           "--results", str(results)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env=cpu_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (record,) = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]
+    assert (record["throughput"], record["throughput_unit"]) == (3, "samples/s")
