@@ -81,6 +81,7 @@ def script_record(outcome: RunOutcome, world_size: int) -> dict:
     elif outcome.elapsed_seconds > 0:
         record.update(timing="whole process", throughput=1.0 / outcome.elapsed_seconds,
                       throughput_unit=SCRIPT_UNIT)
+    record.update(outcome.beside or {})
     record.update(own)
     return record
 

@@ -44,6 +44,7 @@ class RunOutcome:
     elapsed_seconds: float
     error: str | None = None
     output_tail: list[str] = field(default_factory=list)
+    beside: dict | None = None  # measured by gpubench beside a user's script (GPU sampling)
 
 
 LineSink = Callable[[str], None]

@@ -15,6 +15,7 @@ from pathlib import Path
 from gpubench.errors import RunError
 from gpubench.launch.base import (RECORD_ENV, LineSink, Machine, RunOutcome,
                                   cpu_threads_per_process, record_args, shown_command)
+from gpubench.launch.gpu_sampling import LocalSampler, local_indices
 from gpubench.launch.process import failure_line, stream_process
 from gpubench.suite import WorkloadRef
 
@@ -76,12 +77,17 @@ class LocalLauncher:
             env = {**self.environment(procs), RECORD_ENV: str(record_file)}
             start = time.perf_counter()
             cwd = str(workload.workdir) if workload.workdir else None  # as `cd DIR; torchrun ...`
-            returncode, tail = stream_process(cmd, env, on_line, timeout, cwd)
-            elapsed = time.perf_counter() - start
+            # a suite workload samples its GPUs itself; a user's script is sampled from outside
+            sampler = LocalSampler(local_indices(procs)) if self._gpus and not workload.in_suite else None
+            try:
+                returncode, tail = stream_process(cmd, env, on_line, timeout, cwd)
+                elapsed = time.perf_counter() - start
+            finally:
+                beside = sampler.stop() if sampler else None
             record = _read_record(record_file) if returncode == 0 else None
         error = failure_line(tail, returncode, timeout) if returncode != 0 else None
         shown = shown_command([Path(cmd[0]).name, *cmd[1:]], str(record_file))
-        return RunOutcome(returncode, record, shown, elapsed, error, tail)
+        return RunOutcome(returncode, record, shown, elapsed, error, tail, beside)
 
 
 def _read_record(path: Path) -> dict | None:

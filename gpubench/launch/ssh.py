@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path, PurePosixPath
 
-from gpubench.launch import leases, stop_tagged
+from gpubench.launch import gpu_sampling, leases, stop_tagged
 from gpubench.launch.base import (RECORD_ENV, LineSink, Machine, RunOutcome,
                                   cpu_threads_per_process, record_args, shown_command)
 from gpubench.launch.process import failure_line
@@ -42,6 +42,14 @@ LEASES = Path(leases.__file__).read_text()
 def record_path(run_id: str) -> str:
     """Where a run's record goes on the machine, relative to the remote base."""
     return f"runs/{run_id}.json"
+
+
+def samples_path(run_id: str) -> str:
+    """Where nvidia-smi's samples beside a user's script go, relative to the remote base."""
+    return f"runs/{run_id}.gpu"
+
+
+SAMPLES_MARK = "--- gpubench: gpu samples ---"
 
 
 def remote_script(workload: WorkloadRef) -> str:
@@ -115,17 +123,24 @@ class SshLauncher:
         return env
 
     def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float,
-                   cwd: str = ".") -> str:
+                   cwd: str = ".", sample_gpus: list[int] | None = None) -> str:
         """cd to the base, mark the run, then (from `cwd`, relative to the base) start
         it tagged, in a session of its own, under `timeout` (which also bounds a run
-        whose controller has gone)."""
+        whose controller has gone). With `sample_gpus`, nvidia-smi samples those GPUs
+        beside it, tagged and bounded the same way."""
         q = shlex.quote
         assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
+        limit = max(1, int(timeout))
+        sampler = ""
+        if sample_gpus:
+            sampler = (f"(env {RUN_TAG}={run_id} timeout {limit + 30} "
+                       f"{shlex.join(gpu_sampling.sampler_command(sample_gpus))} "
+                       f"> {samples_path(run_id)} 2>/dev/null &) && ")
         return (f"cd {q(self.session.layout.base)} && mkdir -p runs && "
-                f"printf %s {q(self.lease)} > runs/{run_id}.running && "
+                f"printf %s {q(self.lease)} > runs/{run_id}.running && {sampler}"
                 f"export {RECORD_ENV}=\"$PWD/{record_path(run_id)}\" && cd {q(cwd)} && "
                 f"exec setsid -w env {RUN_TAG}={run_id} "
-                f"timeout -k 10 {max(1, int(timeout))} env {assignments} {shlex.join(cmd)}")
+                f"timeout -k 10 {limit} env {assignments} {shlex.join(cmd)}")
 
     # ------------------------------------------------------------------ running
     def run(self, workload: WorkloadRef, procs: int, workload_args: list[str],
@@ -152,7 +167,10 @@ class SshLauncher:
         record_file = record_path(run_id)
         cmd = self.command(workload, procs, record_file, workload_args)
         cwd = remote_cwd(workload)
-        line = self.shell_line(run_id, cmd, self.environment(procs), timeout, cwd)
+        # a suite workload samples its GPUs itself; a user's script is sampled from outside
+        sample = (list(range(procs)) if not workload.in_suite and self.session.env is not None
+                  and self.session.env.gpus else None)
+        line = self.shell_line(run_id, cmd, self.environment(procs), timeout, cwd, sample)
         start = time.perf_counter()
         try:
             result = self.session.conn.stream(line, on_line, timeout + LOCAL_MARGIN_S)
@@ -165,7 +183,9 @@ class SshLauncher:
         if result.timed_out:
             self._stop_quietly(run_id)
         code = -9 if result.timed_out or result.exit_code == TIMEOUT_EXIT else result.exit_code
-        record = self._collect(run_id, wanted=code == 0)
+        if sample:
+            self.kill([run_id])  # the sampler is all that still carries the run's tag
+        record, samples = self._collect(run_id, wanted=code == 0)
         error = failure_line(result.tail, code if code is not None else -9, timeout) if code != 0 else None
         if error and "ModuleNotFoundError" in error and not workload.in_suite and workload.workdir is None:
             error += " (only the script itself was sent: --workdir DIR sends its project)"
@@ -174,23 +194,28 @@ class SshLauncher:
         where = base if cwd == "." else f"{base}/{cwd}"
         shown = shown_command([f"{where}/{arg}" if arg == script else arg for arg in cmd],
                               record_file)
+        beside = gpu_sampling.summarise(samples) if sample else None
         return RunOutcome(code if code is not None else -9, record, shown, elapsed, error,
-                          result.tail)
+                          result.tail, beside)
 
-    def _collect(self, run_id: str, wanted: bool) -> dict | None:
-        """The run's record (when `wanted`), and its files removed from the machine."""
+    def _collect(self, run_id: str, wanted: bool) -> tuple[dict | None, str]:
+        """The run's record and GPU samples (when `wanted`), and its files removed
+        from the machine."""
         q = shlex.quote
-        runs = f"{self.session.layout.base}/runs"
-        show = f"cat {q(runs)}/{run_id}.json 2>/dev/null; " if wanted else ""
+        base = q(self.session.layout.base)
+        files = [record_path(run_id), samples_path(run_id), f"runs/{run_id}.running"]
+        show = (f"cat {base}/{files[0]} 2>/dev/null; echo; echo {q(SAMPLES_MARK)}; "
+                f"cat {base}/{files[1]} 2>/dev/null; " if wanted else "")
         _, text = self.session.conn.capture(
-            f"{show}rm -f {q(runs)}/{run_id}.json {q(runs)}/{run_id}.running", 60)
+            f"{show}rm -f {' '.join(f'{base}/{f}' for f in files)}", 60)
         if not wanted:
-            return None
+            return None, ""
+        record_text, _, samples = text.partition(f"\n{SAMPLES_MARK}\n")
         try:
-            record = json.loads(text)
+            record = json.loads(record_text) if record_text.strip() else None
         except ValueError:
-            return None
-        return record if isinstance(record, dict) else None
+            return None, samples
+        return (record if isinstance(record, dict) else None), samples
 
     def take_lease(self) -> None:
         """Hold a lease on the machine for as long as the current connection lives,

@@ -100,7 +100,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def make_sshd(tmp_path: Path, listen: str = "127.0.0.1", prefix: list[str] | None = None) -> Sshd:
+def make_sshd(tmp_path: Path, listen: str = "127.0.0.1", prefix: list[str] | None = None,
+              extra_config: str = "") -> Sshd:
     """An sshd configured from scratch in tmp_path, listening on `listen` (not started)."""
     if not os.path.exists(SSHD):
         pytest.skip("openssh-server is not installed")
@@ -125,7 +126,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 MaxStartups 50
-""")
+{extra_config}""")
     server = Sshd(listen, port, os.environ.get("USER") or "root", client_key, d,
                   prefix=list(prefix or []))
     if os.geteuid() != 0:

@@ -1,0 +1,114 @@
+"""GPU utilisation, memory and power sampled beside a user's own script (which
+gpubench cannot instrument from inside), here and over SSH. nvidia-smi is a
+stand-in on PATH that answers the sampler's query loop as the real one does."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gpubench import suite
+from gpubench.launch import gpu_sampling
+from gpubench.launch.local import LocalLauncher
+from gpubench.results import ResultsStore, new_run_id
+from gpubench.sweep import SweepPlan, sweep
+from tests.remote.conftest import make_sshd
+from tests.remote.helpers import open_session, tiny_script
+
+# nvidia-smi's query loop: one CSV line per GPU named by -i, every -lms milliseconds,
+# until it is stopped; the name query (the environment check) gets one GPU name.
+FAKE_NVIDIA_SMI = """\
+#!/bin/bash
+ids=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -i) ids="$2"; shift ;;
+        --query-gpu=name) echo "NVIDIA Stand-in 80GB"; exit 0 ;;
+        --query-gpu=name,memory.total) echo "NVIDIA Stand-in 80GB, 81559"; exit 0 ;;
+    esac
+    shift
+done
+n=0
+while [ $n -lt 3000 ]; do
+    for i in ${ids//,/ }; do
+        if [ $((n % 2)) = 0 ]; then echo "$i, 80, 1024, 200.00"; else echo "$i, 100, 2048, [N/A]"; fi
+    done
+    n=$((n + 1))
+    sleep 0.05
+done
+"""
+
+
+@pytest.fixture
+def fake_nvidia_smi(tmp_path) -> Path:
+    directory = tmp_path / "fakebin"
+    directory.mkdir()
+    tool = directory / "nvidia-smi"
+    tool.write_text(FAKE_NVIDIA_SMI)
+    tool.chmod(0o755)
+    return directory
+
+
+def test_summarise_means_peaks_and_missing_figures():
+    text = "0, 80, 1024, 200.00\n1, 100, 2048, [N/A]\ngarbage\n0, 60, 512, 100.00\n"
+    s = gpu_sampling.summarise(text)
+    assert s["gpu_sampling"] == "nvidia-smi, whole run" and s["gpu_samples"] == 1
+    assert s["gpu_util_pct_mean"] == 80.0 and s["gpu_util_pct_peak"] == 100.0
+    assert s["gpu_mem_used_bytes_peak"] == 2048 << 20
+    assert s["gpu_power_w_mean"] == 150.0 and s["gpu_power_w_peak"] == 200.0
+    assert gpu_sampling.summarise("")["gpu_util_pct_mean"] is None
+
+
+def test_indices_follow_cuda_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,5")
+    assert gpu_sampling.local_indices(2) == [2, 3]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8a1b,GPU-77ce")
+    assert gpu_sampling.local_indices(2) == [0, 1]
+
+
+def _sampled(record: dict) -> tuple:
+    return (record["gpu_sampling"], record["gpu_util_pct_peak"], record["gpu_mem_used_bytes_peak"],
+            record["gpu_power_w_peak"])
+
+
+def test_a_local_script_is_sampled_from_outside(tmp_path, fake_nvidia_smi, monkeypatch):
+    monkeypatch.setenv("PATH", f"{fake_nvidia_smi}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    script = tiny_script(tmp_path, name="tiny_sampled.py")
+    plan = SweepPlan(suite.resolve(str(script)), [1], ["--sleep", "1"], new_run_id(), 120)
+    result = sweep(LocalLauncher(gpus=["NVIDIA Stand-in 80GB"]), plan, ResultsStore(tmp_path),
+                   lambda _: None)
+    (record,) = result.records
+    assert record["status"] == "ok", record
+    assert _sampled(record) == ("nvidia-smi, whole run", 100.0, 2048 << 20, 200.0)
+    assert record["gpu_samples"] >= 2
+
+
+def test_a_remote_script_is_sampled_beside_it(tmp_path, fake_nvidia_smi, gpubench_home, remote_python):
+    path = f"{fake_nvidia_smi}:{Path(remote_python).parent}:/usr/local/bin:/usr/bin:/bin"
+    server = make_sshd(tmp_path, extra_config=f"SetEnv PATH={path}\n")
+    server.start()
+    try:
+        script = tiny_script(tmp_path, name="tiny_sampled_remote.py")
+        launcher = open_session(server, remote_python, tmp_path)
+        workload = suite.resolve(str(script))
+        with launcher.session:
+            launcher.prepare(workload)
+            outcome = launcher.run(workload, 1, ["--sleep", "1"], lambda _: None, 60)
+    finally:
+        server.stop()
+    assert outcome.returncode == 0 and outcome.record is not None, outcome.output_tail
+    assert outcome.beside["gpu_util_pct_peak"] == 100.0
+    assert outcome.beside["gpu_power_w_mean"] == 200.0 and outcome.beside["gpu_samples"] >= 2
+    assert list((tmp_path / "remote" / "runs").iterdir()) == []  # samples fetched and removed
+    assert "fakebin/nvidia-smi" not in "".join(_running())  # the sampler was stopped
+
+
+def _running() -> list[str]:
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            out.append(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
+        except OSError:
+            pass
+    return out
