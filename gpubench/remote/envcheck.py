@@ -1,5 +1,6 @@
 """What the machine has: python, torch and whether it sees CUDA, the GPUs
-nvidia-smi lists, free disk, and the tools a run needs (rsync, setsid, timeout).
+nvidia-smi lists, free disk, the size of /dev/shm, and the tools a run needs
+(rsync, setsid, timeout).
 
 Checked once per machine: the answer is kept in the remote state directory and
 read back on later sweeps, unless something was missing last time.
@@ -17,13 +18,17 @@ from gpubench.remote.errors import RemoteEnvError
 MARK = "@gpubench-env "
 CACHED_MARK = "@gpubench-env-cached "
 LOW_DISK_BYTES = 10 * 1024**3
+# NCCL between the GPUs of one machine goes through /dev/shm; Docker's default of
+# 64 MB makes multi-GPU runs fail or crawl ("Error while creating shared memory").
+LOW_SHM_BYTES = 1024**3
 
 # Runs with the remote python; stdlib only apart from the torch it looks for.
 PROBE = r'''
 import json, os, shutil, subprocess, sys
 info = {"python": sys.version.split()[0], "cpu_count": os.cpu_count(), "torch": None,
         "cuda_available": False, "gpus": [], "free_disk_bytes": shutil.disk_usage(".").free,
-        "tools": {t: bool(shutil.which(t)) for t in ("rsync", "setsid", "timeout")}}
+        "tools": {t: bool(shutil.which(t)) for t in ("rsync", "setsid", "timeout")},
+        "shm_bytes": shutil.disk_usage("/dev/shm").total if os.path.isdir("/dev/shm") else None}
 try:
     import torch
     info["torch"] = torch.__version__
@@ -57,6 +62,7 @@ class RemoteEnv:
     tools: dict = field(default_factory=dict)
     torch_error: str | None = None
     cached: bool = False
+    shm_bytes: int | None = None  # None: not known (no /dev/shm, or an older check)
 
     def missing(self) -> list[str]:
         """What stops every run."""
@@ -75,6 +81,10 @@ class RemoteEnv:
             notes.append("no NVIDIA GPU found (nvidia-smi); each 'GPU' is a CPU process")
         if self.free_disk_bytes < LOW_DISK_BYTES:
             notes.append(f"only {self.free_disk_bytes / 1024**3:.1f} GB of disk free")
+        if len(self.gpus) > 1 and self.shm_bytes is not None and self.shm_bytes < LOW_SHM_BYTES:
+            notes.append(f"/dev/shm is only {self.shm_bytes / 1024**2:.0f} MB: NCCL between this "
+                         "machine's GPUs may fail or slow down (a container needs --shm-size=8g "
+                         "or --ipc=host)")
         return notes
 
     def summary(self) -> str:
@@ -105,7 +115,7 @@ def check(conn: SshConnection, python: str, state_dir: str, timeout: float = 120
     env = RemoteEnv(info["python"], info.get("torch"), bool(info.get("cuda_available")),
                     list(info.get("gpus") or []), int(info.get("free_disk_bytes") or 0),
                     int(info.get("cpu_count") or 1), dict(info.get("tools") or {}),
-                    info.get("torch_error"), cached)
+                    info.get("torch_error"), cached, info.get("shm_bytes"))
     if env.missing():
         raise RemoteEnvError(f"remote environment on {conn.target}: missing "
                              + ", ".join(env.missing()) + f" (python: {python})")
