@@ -135,7 +135,7 @@ class SshLauncher:
         if sample_gpus:
             sampler = (f"(env {RUN_TAG}={run_id} timeout {limit + 30} "
                        f"{shlex.join(gpu_sampling.sampler_command(sample_gpus))} "
-                       f"> {samples_path(run_id)} 2>/dev/null &) && ")
+                       f"< /dev/null > {samples_path(run_id)} 2>/dev/null &) && ")
         return (f"cd {q(self.session.layout.base)} && mkdir -p runs && "
                 f"printf %s {q(self.lease)} > runs/{run_id}.running && {sampler}"
                 f"export {RECORD_ENV}=\"$PWD/{record_path(run_id)}\" && cd {q(cwd)} && "
