@@ -10,8 +10,9 @@ any more (and those of the asking sweep's own earlier connections): their
 controller is gone, so they may be stopped.
 
 Standard library only: the same source is imported here and run by the
-machine's python (`python -c SOURCE hold LEASES LEASE`,
-`python -c SOURCE orphans RUNS LEASES CONTROLLER`).
+machine's python: `python -c SOURCE hold LEASES LEASE RUNS` first prints the
+runs left over (as `orphans ID...`, for the controller of LEASE), then takes
+the lease and holds it.
 """
 
 import fcntl
@@ -20,6 +21,7 @@ import sys
 import time
 
 HELD = "lease held"
+ORPHANS = "orphans"
 STALE_S = 60  # an unreferenced, unheld lock file older than this is removed
 
 
@@ -92,13 +94,12 @@ def tidy(leases_dir, referenced):
 
 
 def main(argv):
-    if argv[:1] == ["hold"] and len(argv) == 3:
-        hold(argv[1], argv[2])
+    if argv[:1] == ["hold"] and len(argv) == 4:
+        leases_dir, lease, runs_dir = argv[1:]
+        print(" ".join([ORPHANS, *orphans(runs_dir, leases_dir, controller_of(lease))]), flush=True)
+        hold(leases_dir, lease)
         return 0
-    if argv[:1] == ["orphans"] and len(argv) == 4:
-        print(" ".join(orphans(argv[1], argv[2], argv[3])))
-        return 0
-    print("usage: hold LEASES LEASE | orphans RUNS LEASES CONTROLLER", file=sys.stderr)
+    print("usage: hold LEASES LEASE RUNS", file=sys.stderr)
     return 2
 
 

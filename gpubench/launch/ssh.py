@@ -89,7 +89,7 @@ class SshLauncher:
         self._synced: set[Path] = set()
         self.controller = uuid.uuid4().hex  # this sweep, in the machine's run markers
         self._connection_number = 0
-        self.lease = ""  # held while the current connection lives (take_lease)
+        self.lease = ""  # held while the current connection lives (begin)
 
     def machine(self) -> Machine:
         return self._machine
@@ -156,8 +156,7 @@ class SshLauncher:
                 return self._run_once(workload, procs, workload_args, on_line, timeout)
             except ConnectionLostError:
                 self.session.reconnect()  # raises once the reconnects are spent
-                self.stop_leftovers()  # the run the lost connection orphaned
-                self.take_lease()
+                self.begin()  # also stops the run the lost connection orphaned
                 on_line("reconnected; running this count again from the start")
         raise ConnectionLostError(f"lost the SSH connection to {self.session.target} too often")
 
@@ -217,31 +216,31 @@ class SshLauncher:
             return None, samples
         return (record if isinstance(record, dict) else None), samples
 
-    def take_lease(self) -> None:
-        """Hold a lease on the machine for as long as the current connection lives,
-        so that another sweep there leaves this one's runs alone."""
+    def begin(self) -> None:
+        """On a new connection: hold a lease on the machine for as long as it lives,
+        so that another sweep there leaves this one's runs alone, and stop the runs
+        whose sweep is gone (its connection lost, or gpubench killed), this one's
+        earlier connections included. One remote call does both."""
         q = shlex.quote
+        layout = self.session.layout
         self._connection_number += 1
         lease = f"{self.controller}.{self._connection_number}"
-        self.session.conn.hold(f"{self.session.python} -c {q(LEASES)} hold "
-                               f"{q(self.session.layout.leases)} {lease}", leases.HELD)
+        said = self.session.conn.hold(f"{self.session.python} -c {q(LEASES)} hold "
+                                      f"{q(layout.leases)} {lease} {q(layout.runs)}", leases.HELD)
         self.lease = lease
+        line = next((ln for ln in said.splitlines() if ln.startswith(leases.ORPHANS)), "")
+        self.clear_leftovers([t for t in line.split()[1:] if t.isalnum()])
 
-    def stop_leftovers(self) -> int:
-        """Stop the runs whose controlling sweep is gone (its connection lost, or
-        gpubench killed), and only those: a sweep that still holds its lease keeps
-        its runs. Returns how many processes were stopped."""
+    def clear_leftovers(self, run_ids: list[str]) -> int:
+        """Stop the given left-over runs and remove their markers; returns how many
+        processes were still running."""
+        if not run_ids:
+            return 0
         q = shlex.quote
         runs = self.session.layout.runs
-        _, text = self.session.conn.capture(
-            f"{self.session.python} -c {q(LEASES)} orphans {q(runs)} "
-            f"{q(self.session.layout.leases)} {self.controller}", 30)
-        ids = [t for t in text.split() if t.isalnum()]
-        if not ids:
-            return 0
-        stopped = self.kill(ids)
-        self.session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.running" for i in ids]]), 30)
-        self.session.echo(f"{self.session.target}: cleared {len(ids)} run(s) left over from a lost "
+        stopped = self.kill(run_ids)
+        self.session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.running" for i in run_ids]]), 30)
+        self.session.echo(f"{self.session.target}: cleared {len(run_ids)} run(s) left over from a lost "
                           f"connection ({stopped} process(es) still running, now stopped)")
         return stopped
 
@@ -270,8 +269,7 @@ def open_launcher(host: RemoteHost, known_hosts: Path, options: SessionOptions,
     try:
         env = session.open()
         launcher = SshLauncher(session, machine_for(host, env))
-        launcher.stop_leftovers()
-        launcher.take_lease()
+        launcher.begin()
     except BaseException:
         session.close()
         raise

@@ -154,9 +154,9 @@ class SshConnection:
             raise SshError(f"a command on {self.target} did not finish in {timeout:.0f}s")
         return (result.exit_code if result.exit_code is not None else -1), "".join(chunks)
 
-    def hold(self, command: str, ready: str, timeout: float = 30.0) -> None:
+    def hold(self, command: str, ready: str, timeout: float = 30.0) -> str:
         """Start `command` on a channel of its own and leave it running for as long as
-        this connection lives; returns once it prints the line `ready`."""
+        this connection lives; returns what it printed before the line `ready`."""
         chan = self._channel(command)
         chan.settimeout(0.5)
         seen = ""
@@ -177,6 +177,7 @@ class SshConnection:
             chan.close()
             raise
         self._held.append(chan)
+        return seen.split(ready, 1)[0]
 
     def stream(self, command: str, on_line: Callable[[str], None], timeout: float) -> StreamResult:
         """Run `command`, pass each output line to `on_line` as it arrives.

@@ -18,8 +18,10 @@ LEASES_SOURCE = Path(leases.__file__).read_text()
 
 
 def hold_in_background(leases_dir: Path, lease: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", LEASES_SOURCE, "hold", str(leases_dir), lease],
+    proc = subprocess.Popen([sys.executable, "-c", LEASES_SOURCE, "hold", str(leases_dir), lease,
+                             str(leases_dir.parent / "runs")],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == leases.ORPHANS  # none yet
     assert proc.stdout.readline().strip() == leases.HELD
     return proc
 
@@ -95,7 +97,6 @@ def test_a_second_sweep_leaves_a_running_one_alone(sshd, tmp_path, gpubench_home
         echoed: list[str] = []
         second = open_session(sshd, remote_python, tmp_path, echo=echoed.append)
         with second.session:
-            assert second.stop_leftovers() == 0
             second.prepare(workload)
             result = second.run(workload, 1, [], echoed.append, 60)
         thread.join(60)
