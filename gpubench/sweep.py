@@ -80,7 +80,7 @@ def script_record(outcome: RunOutcome, world_size: int) -> dict:
         record.update(timing="script", throughput_unit="samples/s")
     elif outcome.elapsed_seconds > 0:
         record.update(timing="whole process", throughput=1.0 / outcome.elapsed_seconds,
-                      throughput_unit=SCRIPT_UNIT)
+                      throughput_unit=SCRIPT_UNIT, epoch_samples=1)  # the report's s/run, $/run
     record.update(outcome.beside or {})
     record.update(own)
     return record

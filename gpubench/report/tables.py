@@ -71,12 +71,14 @@ def workload_sections(report: Report, workload: str | None = None) -> list[Secti
         units = {r["work_unit"] for r in mine}
         unit = units.pop() if len(units) == 1 else "units"
         args = [("workload_args", "args")] if len({r["workload_args"] for r in mine}) > 1 else []
+        if unit == "runs":  # a user's script timed as a whole (sweep.script_record): one run is the work
+            work = [("epoch_seconds", "s/run"), ("cost_per_epoch", "$/run"), ("samples_per_dollar", "runs/$")]
+        else:
+            work = [("epoch_seconds", "epoch s"), ("cost_per_epoch", "$/epoch"),
+                    ("cost_per_million_samples", f"$/M {unit}"), ("samples_per_dollar", f"{unit}/$")]
         columns = args + [("provider", "provider"), ("gpu_name", "gpu"), ("precision", "precision"),
                           ("gpu_count", "gpus"), ("throughput", f"{unit}/s"), ("speedup", "speedup"),
-                   ("efficiency", "efficiency"), ("price_per_hour", "$/h"),
-                   ("epoch_seconds", "epoch s"), ("cost_per_epoch", "$/epoch"),
-                   ("cost_per_million_samples", f"$/M {unit}"),
-                   ("samples_per_dollar", f"{unit}/$"), ("best", "best")]
+                          ("efficiency", "efficiency"), ("price_per_hour", "$/h"), *work, ("best", "best")]
         sections.append(Section(name, columns, [_display(r) for r in mine]))
     failed = [{k: json_ready(v) for k, v in r.items()} for r in report.failed.to_dict("records")]
     failed = [r for r in failed if workload is None or r["workload"] == workload]

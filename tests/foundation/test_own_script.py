@@ -51,7 +51,11 @@ def test_a_plain_script_is_timed_as_a_whole(tmp_path):
         assert r["throughput"] == 1.0 / r["wall_seconds"]
         assert r["wall_seconds"] == r["process_seconds"] and r["precision"] == "-"
         assert "--record-file" not in r["launch_command"]
-    assert "runs/s" in proc.stdout and "speedup" in proc.stdout
+    report = subprocess.run([GPUBENCH, "report", "--results", str(tmp_path / "results"), "--format",
+                             "markdown"], capture_output=True, text=True, timeout=60, env=cpu_env())
+    header = report.stdout.splitlines()[2]
+    assert [c.strip() for c in header.strip("|").split("|")][4:11] == [
+        "runs/s", "speedup", "efficiency", "$/h", "s/run", "$/run", "runs/$"]
 
 
 def test_a_script_that_reports_its_own_throughput(tmp_path):
