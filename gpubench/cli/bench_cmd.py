@@ -28,6 +28,8 @@ def bench(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before spending money."),
     force: bool = typer.Option(False, "--force", help="Run counts that already have an ok record again."),
     remote_python: str = typer.Option("python3", "--remote-python", help="The Python with torch there."),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help="The project directory of your own "
+                                           "script(s) in --workload: sent whole, and runs start in it."),
     results: Optional[Path] = typer.Option(None, "--results", help="Results directory [default: ./results]."),
     timeout: float = typer.Option(3600.0, "--timeout", min=1, help="Seconds allowed for each run."),
 ) -> None:
@@ -41,6 +43,10 @@ def bench(
     refs = [suite.resolve(w.strip()) for w in workload.split(",") if w.strip()]
     if not refs:
         raise UsageError("--workload: name at least one workload (see 'gpubench workloads')")
+    if workdir is not None:
+        if all(ref.in_suite for ref in refs):
+            raise UsageError("--workdir is for your own scripts; --workload names only suite workloads")
+        refs = [ref if ref.in_suite else suite.with_workdir(ref, workdir) for ref in refs]
     store = ResultsStore.for_writing(results)
     if not yes:
         if not sys.stdin.isatty():

@@ -72,3 +72,25 @@ def test_bench_terminates_on_ctrl_c(cloud, tmp_path, capsys, monkeypatch):
     assert code == 130, (out, err)
     assert Ledger().find("b3").status == "terminated"
     assert "b3 terminated; the whole bench cost $" in out
+
+
+def test_bench_sends_a_project_with_workdir(cloud, tmp_path, capsys):
+    from tests.remote.test_workdir import project
+
+    proj = project(tmp_path)
+    results = tmp_path / "results"
+    results.mkdir()
+    code, out, err = _gpubench(["bench", "runpod", "--yes", "--gpus", "1", "--workload",
+                                str(proj / "train.py"), "--workdir", str(proj), "--name", "b4",
+                                "--results", str(results)], capsys)
+    assert code == 0, err
+    records = ResultsStore(results).load().records
+    assert [(r["status"], r["throughput"]) for r in records] == [("ok", 200.0)]
+    assert Ledger().find("b4").status == "terminated"
+
+
+def test_bench_workdir_without_a_script_is_one_line(tmp_path, capsys, gpubench_home):
+    code, out, err = _gpubench(["bench", "runpod", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
+                                "--workdir", str(tmp_path)], capsys)
+    assert code == 2 and err.strip() == \
+        "error: --workdir is for your own scripts; --workload names only suite workloads"
