@@ -56,8 +56,9 @@ def summarise(text: str) -> dict:
         util, mem_mib, power = (_value(f) for f in fields[1:])
         per_gpu.setdefault(int(fields[0]), []).append(
             (util, mem_mib * MIB if mem_mib is not None else None, power))
-    record: dict = {"gpu_sampling": SAMPLING,
-                    "gpu_samples": min((len(s) for s in per_gpu.values()), default=0)}
+    count = min((len(s) for s in per_gpu.values()), default=0)
+    record: dict = {"gpu_sampling": SAMPLING if count else "off: nvidia-smi gave no samples",
+                    "gpu_samples": count}
     for i, name in enumerate(("gpu_util_pct", "gpu_mem_used_bytes", "gpu_power_w")):
         values = [s[i] for samples in per_gpu.values() for s in samples if s[i] is not None]
         record[f"{name}_mean"] = statistics.fmean(values) if values else None

@@ -56,7 +56,9 @@ def test_summarise_means_peaks_and_missing_figures():
     assert s["gpu_util_pct_mean"] == 80.0 and s["gpu_util_pct_peak"] == 100.0
     assert s["gpu_mem_used_bytes_peak"] == 2048 << 20
     assert s["gpu_power_w_mean"] == 150.0 and s["gpu_power_w_peak"] == 200.0
-    assert gpu_sampling.summarise("")["gpu_util_pct_mean"] is None
+    empty = gpu_sampling.summarise("NVIDIA-SMI has failed because it couldn't communicate with the driver")
+    assert empty["gpu_util_pct_mean"] is None and empty["gpu_samples"] == 0
+    assert empty["gpu_sampling"] == "off: nvidia-smi gave no samples"
 
 
 def test_indices_follow_cuda_visible_devices(monkeypatch):
