@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     harness.check_positive(args, parser)
     torch.manual_seed(args.seed)
+    shapes = harness.fixed_shapes()
     ctx = harness.setup_distributed()
     try:
         try:
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             samples_per_step=args.batch_size * ctx.world_size,
             epoch_samples=len(split), unit="images/s",
             extra={"steps_per_epoch": trainer.steps_per_epoch,
-                   "epochs": steps / trainer.steps_per_epoch},
+                   "epochs": steps / trainer.steps_per_epoch, **shapes},
         )
         harness.emit_record(ctx, args, record)
         return 0

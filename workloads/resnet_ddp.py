@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.image_size < 32 or args.width < 1:
         parser.error("--image-size must be at least 32 and --width at least 1")
     torch.manual_seed(args.seed)
+    shapes = harness.fixed_shapes()
     ctx = harness.setup_distributed()
     try:
         trainer = Trainer(ctx, args)
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                    "params": trainer.n_params, "memory_format": "channels_last",
                    "conv_tf32": torch.backends.cudnn.allow_tf32 and ctx.device.type == "cuda",
                    "data": "synthetic", "steps_per_epoch": steps_per_epoch,
-                   "epochs": steps / steps_per_epoch},
+                   "epochs": steps / steps_per_epoch, **shapes},
         )
         record["images_per_s_per_gpu"] = (record["throughput"] / ctx.world_size
                                           if record["throughput"] else None)

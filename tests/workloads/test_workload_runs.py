@@ -38,6 +38,7 @@ def test_resnet(sweep):
     for world, r in zip((1, 2), records):
         check_record(r, "resnet-ddp", world)
         assert r["throughput_unit"] == "images/s" and r["model"] == "resnet18"
+        assert r["cudnn_benchmark"] is True  # fixed shapes: cuDNN picks its algorithms once
         assert r["global_batch"] == 4 * world and r["samples"] == 12 * world
         assert r["memory_format"] == "channels_last"
 
