@@ -17,6 +17,8 @@ from gpubench.launch.base import LineSink
 TAIL_LINES = 200
 STOP_GRACE_S = 5.0  # SIGTERM to SIGKILL: torchrun needs a moment to stop its workers
 DRAIN_S = 5.0  # reading what is left in the pipe after the run ended
+# torch's own log lines (E1123 06:20:45.143000 1980 torch/...] ...): not the workload's words
+TORCH_LOG_LINE = re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d")
 
 
 def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
@@ -104,10 +106,6 @@ def failure_line(tail: list[str], returncode: int, timeout: float) -> str:
     last = next((t.strip() for t in reversed(_workers_part(tail))
                  if t.strip() and not TORCH_LOG_LINE.match(t.strip())), "")
     return f"exit code {returncode}" + (f": {last}" if last else "")
-
-
-# torch's own log lines (E1123 06:20:45.143000 1980 torch/...] ...): not the workload's words
-TORCH_LOG_LINE = re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d")
 
 
 def _workers_part(tail: list[str]) -> list[str]:

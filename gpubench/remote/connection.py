@@ -54,7 +54,7 @@ class SshConnection:
         self.known_hosts = known_hosts
         self.options = options
         self._client: paramiko.SSHClient | None = None
-        self._held: list[paramiko.Channel] = []
+        self._held: list[paramiko.Channel] = []  # hold()'s channels: one closes when collected
 
     # ------------------------------------------------------------------ connect
     def open(self, wait: float | None = None) -> None:
