@@ -155,3 +155,9 @@ class Provider(Protocol):
     def list(self) -> list[Instance]: ...
 
     def terminate(self, instance_id: str) -> None: ...
+
+
+def key_body(public_key: str) -> str:
+    """'ssh-ed25519 AAAA... comment' -> 'ssh-ed25519 AAAA...': the part that identifies a
+    key; providers may keep a different comment (or none) for the same key."""
+    return " ".join(public_key.split()[:2])

@@ -18,7 +18,7 @@ import requests
 
 from gpubench.providers.common import (CapacityError, Instance, InstanceState, InvalidRequestError,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       TransportError, provider_name)
+                                       TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
 from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
@@ -103,10 +103,10 @@ class LambdaCloud:
     # -- keys ---------------------------------------------------------------
     def ensure_ssh_key(self, public_key: str, name: str) -> str:
         """The name of a registered key with this public key, registering it if needed."""
-        wanted = _key_body(public_key)
+        wanted = key_body(public_key)
         keys = self._data("GET", "/ssh-keys") or []
         for key in keys:
-            if _key_body(key.get("public_key", "")) == wanted:
+            if key_body(key.get("public_key", "")) == wanted:
                 return key["name"]
         taken = {k.get("name") for k in keys}
         key_name = name
@@ -165,11 +165,6 @@ class LambdaCloud:
             instance_type=itype.get("name", ""), region=(raw.get("region") or {}).get("name", ""),
             created_at=raw.get("created_at"),
         )
-
-
-def _key_body(public_key: str) -> str:
-    """'ssh-ed25519 AAAA... comment' -> 'ssh-ed25519 AAAA...': comments may differ."""
-    return " ".join(public_key.split()[:2])
 
 
 __all__ = ["LambdaCloud", "connect", "NotFoundError"]

@@ -19,7 +19,7 @@ import requests
 
 from gpubench.providers.common import (CapacityError, Instance, InstanceState,
                                        InvalidRequestError, LaunchSpec, NotFoundError, Offer,
-                                       TransportError, provider_name)
+                                       TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
 from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
@@ -99,8 +99,8 @@ class RunPod:
     def ensure_ssh_key(self, public_key: str, name: str) -> str:
         """Adds the key to the account's set; PUT replaces the set, so read first."""
         keys = (self.client.json("GET", "/v2/account/ssh-keys") or {}).get("keys") or []
-        wanted = _key_body(public_key)
-        if any(_key_body(k) == wanted for k in keys):
+        wanted = key_body(public_key)
+        if any(key_body(k) == wanted for k in keys):
             return wanted
         self.client.json("PUT", "/v2/account/ssh-keys", json={"keys": keys + [public_key.strip()]})
         return wanted
@@ -158,10 +158,6 @@ class RunPod:
             price_per_hour=pod.get("cost") or None, created_at=pod.get("createdAt"),
             instance_type=gpu.get("id", ""), region=pod.get("dataCenterId") or "",
         )
-
-
-def _key_body(public_key: str) -> str:
-    return " ".join(public_key.split()[:2])
 
 
 __all__ = ["RunPod", "connect", "NotFoundError"]

@@ -19,7 +19,7 @@ import requests
 
 from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       TransportError, provider_name)
+                                       TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
 from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
@@ -115,13 +115,13 @@ class Vast:
 
     # -- keys ---------------------------------------------------------------
     def ensure_ssh_key(self, public_key: str, name: str) -> str:
-        wanted = _key_body(public_key)
+        wanted = key_body(public_key)
         keys = self._call("GET", "/api/v0/ssh/")
         if isinstance(keys, dict):   # tolerate an enveloped answer as well as the bare array
             keys = keys.get("keys") or keys.get("ssh_keys") or []
         for key in keys or []:
             text = key.get("key") or key.get("public_key") or ""
-            if _key_body(text) == wanted and not key.get("deleted_at"):
+            if key_body(text) == wanted and not key.get("deleted_at"):
                 return str(key.get("id"))
         body = self._call("POST", "/api/v0/ssh/", json={"ssh_key": public_key.strip()})
         return str(((body or {}).get("key") or {}).get("id", ""))
@@ -216,6 +216,3 @@ def _epoch_iso(value) -> str | None:
 
     return datetime.fromtimestamp(value, tz=timezone.utc).isoformat(timespec="seconds")
 
-
-def _key_body(public_key: str) -> str:
-    return " ".join(public_key.split()[:2])
