@@ -176,4 +176,6 @@ def _one_line(exc: BaseException) -> str:
 def _money(dollars: float | None) -> str:
     if dollars is None:
         return "an unknown amount (no price on record)"
-    return f"${dollars:.2f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.4f}"
+    from gpubench.cli.render import format_dollars  # the terminal's money formatting
+
+    return format_dollars(dollars)

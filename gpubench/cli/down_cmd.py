@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from gpubench.cli.render import err, out
+from gpubench.cli.render import err, format_dollars, out
 
 
 def down(
@@ -60,7 +60,7 @@ def down(
             else:
                 result = fleet.down_entry(ledger, target, prov, timeout, err)
             results.append(result)
-            cost = f", cost {_money(result.cost)} in total" if result.cost is not None else ""
+            cost = f", cost {format_dollars(result.cost)} in total" if result.cost is not None else ""
             if result.gone:
                 out(f"{result.name}: {result.message} ({p} {result.instance_id or '-'}){cost}")
             else:
@@ -68,13 +68,9 @@ def down(
         sync_ssh_config(ledger)
     total = sum(r.cost or 0.0 for r in results)
     if len(results) > 1:
-        out(f"total cost {_money(total)}")
+        out(f"total cost {format_dollars(total)}")
     if len(results) < len(targets) or not all(r.gone for r in results):
         raise GpubenchError("some instances may still be running: see 'gpubench ls'")
-
-
-def _money(dollars: float) -> str:
-    return f"${dollars:.2f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.4f}"
 
 
 def register(app: typer.Typer) -> None:

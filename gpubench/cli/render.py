@@ -42,6 +42,11 @@ def format_cell(value, digits: int = 3) -> str:
     return str(value)
 
 
+def format_dollars(dollars: float) -> str:
+    """A cost to the cent; a fraction of a cent (a short mock or test run) to 4 places."""
+    return f"${dollars:.2f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.4f}"
+
+
 def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,
                 title: str | None = None) -> str:
     """Render `rows` (dicts) with `columns` given as (key, heading) pairs."""
