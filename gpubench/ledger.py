@@ -18,7 +18,6 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timezone
 from pathlib import Path
 
 from gpubench import paths
@@ -123,12 +122,6 @@ class LedgerEntry:
 
 
 _COLUMNS = [f.name for f in fields(LedgerEntry)]
-
-
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 class Ledger:

@@ -89,10 +89,6 @@ class InstanceHost:
     def home(self, inst: MockInstance) -> Path:
         return self.instance_dir(inst) / "home"
 
-    def host_public_key(self, inst: MockInstance) -> str:
-        p = self.instance_dir(inst) / "sshd" / "ssh_host_ed25519_key.pub"
-        return p.read_text().strip() if p.exists() else ""
-
     def _prepare(self, inst: MockInstance) -> Path:
         d = self.instance_dir(inst)
         sshd_dir = d / "sshd"
