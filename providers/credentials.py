@@ -15,18 +15,11 @@ try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
 from gpubench.providers.common import MissingKeyError
-
-
-@dataclass(frozen=True)
-class KeySource:
-    env: str
-    files: tuple[str, ...]          # official tools' files, "~"-relative
 
 
 def _xdg_config() -> Path:

@@ -21,7 +21,6 @@ MACHINE_COLUMNS = [(c, c) for c in (
     "price_per_hour", "epoch_seconds", "cost_per_epoch", "cost_per_million_samples",
     "samples_per_dollar", "cheapest", "fastest", "pareto", "median_step_s", "run_id", "time",
     "error", "failures")]
-COMPARE_MACHINE_KEYS = ["a", "b", "workload", "gpu_name", "precision", "gpu_count"]
 COST_KEYS = ("cost_per_epoch", "cost_per_million_samples", "samples_per_dollar")
 UNKNOWN = "unknown"
 
