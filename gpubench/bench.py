@@ -58,9 +58,9 @@ class TeardownError(GpubenchError):
 def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
           provider=None) -> BenchResult:
     """Provision, sweep every workload, terminate; the result says what it cost."""
-    from gpubench.ledger import Ledger
+    from gpubench.lifecycle.ledger import Ledger
     from gpubench.providers import registry
-    from gpubench.provision import (DEFAULT_IMAGE, ProvisionRequest, default_name, plan,
+    from gpubench.lifecycle.provision import (DEFAULT_IMAGE, ProvisionRequest, default_name, plan,
                                     provision)
 
     registry.check(req.provider)
@@ -118,8 +118,8 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
 
 def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: BenchResult) -> None:
     """Terminate the machine named `name`, if the ledger has it, unless --keep."""
-    from gpubench import fleet
-    from gpubench.provision import sync_ssh_config
+    from gpubench.lifecycle import fleet
+    from gpubench.lifecycle.provision import sync_ssh_config
 
     entry = ledger.find_active(name)
     if entry is None:
@@ -176,6 +176,6 @@ def _one_line(exc: BaseException) -> str:
 def _money(dollars: float | None) -> str:
     if dollars is None:
         return "an unknown amount (no price on record)"
-    from gpubench.cli.render import format_dollars  # the terminal's money formatting
+    from gpubench.format import format_dollars
 
     return format_dollars(dollars)

@@ -36,7 +36,7 @@ def _one(name: str, q: OfferQuery) -> list[Offer]:
 
 def gather(q: OfferQuery) -> tuple[list[Offer], list[str]]:
     """(matching offers cheapest first, one warning line per provider that failed)."""
-    from gpubench.provision import matching_offers
+    from gpubench.lifecycle.provision import matching_offers
 
     names = q.providers or registry.names()
     offers: list[Offer] = []

@@ -6,15 +6,14 @@ sweep turns what came back into one result record per count.
 
 from __future__ import annotations
 
-import socket
 import sys
-import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from gpubench.errors import UsageError
-from gpubench.launch.base import Launcher, Machine, RunOutcome
-from gpubench.results import SCHEMA_VERSION, ResultsStore
+from gpubench.launch.base import Launcher, Machine
+from gpubench.recording import finish_record
+from gpubench.results import ResultsStore
 from gpubench.suite import WorkloadRef
 
 DEFAULT_TIMEOUT_S = 3600.0
@@ -62,65 +61,6 @@ class SweepPlan:
 class SweepResult:
     records: list[dict] = field(default_factory=list)  # appended by this sweep
     skipped: dict[int, dict] = field(default_factory=dict)  # count -> its earlier ok record
-
-
-SCRIPT_UNIT = "runs/s"
-
-
-def script_record(outcome: RunOutcome, world_size: int) -> dict:
-    """The record of a user's own script that ran to the end. What the script wrote
-    to $GPUBENCH_RECORD_FILE wins; without a throughput of its own, the run is
-    timed as a whole: one run is the unit of work, the throughput 1 / wall time of
-    the whole process (interpreter start and rendezvous included), so the speedup
-    is the baseline's wall time over this one's."""
-    own = outcome.record or {}
-    record = {"status": "ok", "error": None, "world_size": world_size,
-              "wall_seconds": outcome.elapsed_seconds, "precision": "-"}  # the script's own affair
-    if own.get("throughput"):
-        record.update(timing="script", throughput_unit="samples/s")
-    elif outcome.elapsed_seconds > 0:
-        record.update(timing="whole process", throughput=1.0 / outcome.elapsed_seconds,
-                      throughput_unit=SCRIPT_UNIT, epoch_samples=1)  # the report's s/run, $/run
-    record.update(outcome.beside or {})
-    record.update(own)
-    return record
-
-
-def finish_record(outcome: RunOutcome, plan: SweepPlan, machine: Machine, procs: int) -> dict:
-    """The workload's record completed with what only gpubench knows: where it ran,
-    what that costs, how it was launched. A suite run without a record becomes a
-    failed one; a user's script that ran to the end is timed (script_record)."""
-    record = dict(outcome.record or {})
-    if outcome.error is None and not plan.workload.in_suite:
-        record = script_record(outcome, procs * machine.nodes)
-    record.setdefault("schema_version", SCHEMA_VERSION)
-    record.setdefault("time", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    record.setdefault("workload", plan.workload.name)
-    if outcome.error or not record.get("status"):
-        record["status"] = "failed"
-        record["error"] = outcome.error or "the workload exited without writing a result record"
-    record["workload"] = plan.workload.name  # the name the user knows it by
-    record["workload_args"] = list(plan.workload_args)  # what a rerun is matched on
-    record["device_name"] = record.get("gpu_name")
-    price = machine.price_for(procs)
-    record.update({
-        "run_id": plan.run_id,
-        "provider": machine.provider,
-        "instance_type": machine.instance_type,
-        "gpu_name": machine.gpu_name,
-        "gpu_count": procs * machine.nodes,
-        "nodes": machine.nodes,
-        "world_size": record.get("world_size", procs * machine.nodes),
-        "price_per_hour": price,
-        "instance_price_per_hour": machine.price_per_hour,
-        "launch_command": " ".join(outcome.command),
-        "invocation": plan.invocation,
-        "process_seconds": outcome.elapsed_seconds,
-        "controller_host": socket.gethostname(),
-    })
-    wall = record.get("wall_seconds")
-    record["cost"] = price * wall / 3600.0 if price is not None and wall else None
-    return record
 
 
 def recorded_counts(records: list[dict], plan: SweepPlan, machine: Machine) -> dict[int, dict]:

@@ -18,11 +18,11 @@ def down(
     timeout: float = typer.Option(180.0, "--timeout", help="Seconds to wait for each to be gone."),
 ) -> None:
     """Terminate NAME (or --all, or --orphans) and confirm the provider no longer has it."""
-    from gpubench import fleet
+    from gpubench.lifecycle import fleet
     from gpubench.errors import GpubenchError, UsageError
-    from gpubench.ledger import Ledger
+    from gpubench.lifecycle.ledger import Ledger
     from gpubench.providers import registry
-    from gpubench.provision import sync_ssh_config
+    from gpubench.lifecycle.provision import sync_ssh_config
 
     if sum(bool(x) for x in (name, all_, orphans)) != 1:
         raise UsageError("give exactly one of NAME, --all or --orphans")

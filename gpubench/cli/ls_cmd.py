@@ -16,8 +16,8 @@ def ls(
     show_all: bool = typer.Option(False, "--all", help="Include terminated instances."),
 ) -> None:
     """List gpubench's instances; instances a provider has that the ledger lacks are marked."""
-    from gpubench import fleet
-    from gpubench.ledger import Ledger
+    from gpubench.lifecycle import fleet
+    from gpubench.lifecycle.ledger import Ledger
     from gpubench.providers import registry
 
     check_format(fmt, ("table", "csv", "json", "markdown"))

@@ -29,10 +29,10 @@ def provision(
 ) -> None:
     """Rent a machine with GPUS GPUs, wait until SSH answers, and print how to reach it."""
     from gpubench.errors import UsageError
-    from gpubench.keys import include_hint
-    from gpubench.ledger import Ledger
+    from gpubench.lifecycle.keys import include_hint
+    from gpubench.lifecycle.ledger import Ledger
     from gpubench.providers import registry
-    from gpubench.provision import DEFAULT_IMAGE, Deadlines, ProvisionRequest, plan, provision as run
+    from gpubench.lifecycle.provision import DEFAULT_IMAGE, Deadlines, ProvisionRequest, plan, provision as run
 
     registry.check(provider)
     if boot_timeout <= 0 or ssh_timeout <= 0:

@@ -10,6 +10,7 @@ import sys
 from typing import Sequence
 
 from gpubench.errors import UsageError
+from gpubench.format import format_cell, format_dollars  # noqa: F401  (the commands' money and numbers)
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -26,25 +27,6 @@ def check_format(fmt: str, allowed: Sequence[str] = FORMATS) -> str:
     if fmt not in allowed:
         raise UsageError(f"--format: '{fmt}' is not one of {', '.join(allowed)}")
     return fmt
-
-
-def format_cell(value, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "-"
-        if value == 0:
-            return "0"
-        if abs(value) >= 1000:
-            return f"{value:,.0f}"
-        return f"{value:.{digits}g}" if abs(value) < 1 else f"{value:,.{max(digits - 1, 1)}f}"
-    return str(value)
-
-
-def format_dollars(dollars: float) -> str:
-    """A cost to the cent; a fraction of a cent (a short mock or test run) to 4 places."""
-    return f"${dollars:.2f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.4f}"
 
 
 def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,

@@ -15,8 +15,8 @@ def ssh(
 ) -> None:
     """Open an SSH session to NAME through gpubench's ssh_config."""
     from gpubench.errors import GpubenchError
-    from gpubench.ledger import Ledger
-    from gpubench.provision import sync_ssh_config
+    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.lifecycle.provision import sync_ssh_config
     from gpubench import paths
 
     with Ledger() as ledger:

@@ -48,7 +48,7 @@ def _default_key() -> Path | None:
 def _from_ledger(name: str, key_file: Path | None, price: float | None,
                  ledger_path: Path | None) -> RemoteHost:
     try:
-        from gpubench.ledger import Ledger
+        from gpubench.lifecycle.ledger import Ledger
     except ImportError:
         raise BadTargetError(f"--on {name}: no instance ledger in this version of gpubench; "
                              "give the machine as user@host[:port] with --key FILE") from None
@@ -58,7 +58,7 @@ def _from_ledger(name: str, key_file: Path | None, price: float | None,
 
 
 def host_from_entry(entry, key_file: Path | None = None, price: float | None = None) -> RemoteHost:
-    """A ledger entry (gpubench.ledger.LedgerEntry) as a machine to SSH to."""
+    """A ledger entry (gpubench.lifecycle.ledger.LedgerEntry) as a machine to SSH to."""
     name = entry.name
     if entry.status in ("terminated", "terminating"):
         raise BadTargetError(f"--on {name}: the instance is {entry.status} (see 'gpubench ls')")

@@ -26,7 +26,7 @@ tr.best td { background: #eaf7e6; }
 
 
 def html_cell(value) -> tuple[str, bool]:
-    from gpubench.cli.render import format_cell as fmt  # the terminal's number formatting
+    from gpubench.format import format_cell as fmt
 
     return escape(fmt(value)), isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -70,7 +70,7 @@ def workload_sections(report: Report, workload: str | None = None) -> list[Secti
         units = {r["work_unit"] for r in mine}
         unit = units.pop() if len(units) == 1 else "units"
         args = [("workload_args", "args")] if len({r["workload_args"] for r in mine}) > 1 else []
-        if unit == "runs":  # a user's script timed as a whole (sweep.script_record): one run is the work
+        if unit == "runs":  # a user's script timed as a whole (recording.script_record): one run is the work
             work = [("epoch_seconds", "s/run"), ("cost_per_epoch", "$/run"), ("samples_per_dollar", "runs/$")]
         else:
             work = [("epoch_seconds", "epoch s"), ("cost_per_epoch", "$/epoch"),

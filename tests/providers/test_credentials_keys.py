@@ -3,7 +3,8 @@ import stat
 
 import pytest
 
-from gpubench import keys, paths
+from gpubench import paths
+from gpubench.lifecycle import keys
 from gpubench.providers import credentials
 from gpubench.providers.common import MissingKeyError
 

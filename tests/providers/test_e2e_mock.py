@@ -14,7 +14,7 @@ import pytest
 mock = pytest.importorskip("gpubench.mock")
 
 from gpubench.cli import main  # noqa: E402
-from gpubench.ledger import Ledger  # noqa: E402
+from gpubench.lifecycle.ledger import Ledger  # noqa: E402
 
 PROVIDERS = ["lambda", "vast", "runpod"]
 
@@ -117,7 +117,7 @@ def test_429s_are_retried_and_succeed(cloud, capsys, monkeypatch):
 def test_no_capacity_on_the_cheapest_falls_through_to_the_next(cloud, capsys, provider, ghost):
     """The cheapest offer is gone by launch time (Vast: no_such_ask; RunPod: a 400 on
     create, and no server-side fallback): the next offer is launched."""
-    from gpubench.provision import ProvisionRequest, plan, provision
+    from gpubench.lifecycle.provision import ProvisionRequest, plan, provision
     from gpubench.providers import registry
     from gpubench.providers.common import Offer
 
@@ -147,7 +147,7 @@ def test_no_capacity_anywhere(cloud, capsys, provider):
 
 def test_launch_refused_leaves_no_ledger_row(cloud, capsys):
     """Catalog said yes, the launch said no capacity: nothing left behind."""
-    from gpubench.provision import ProvisionError, ProvisionRequest, plan, provision
+    from gpubench.lifecycle.provision import ProvisionError, ProvisionRequest, plan, provision
     from gpubench.providers import registry
 
     prov = registry.get("lambda")
@@ -161,7 +161,7 @@ def test_launch_refused_leaves_no_ledger_row(cloud, capsys):
 
 def test_never_booting_instance_is_terminated_and_replaced(cloud, capsys):
     cloud.set_faults("runpod:never-boots")
-    from gpubench.provision import Deadlines, ProvisionRequest, plan, provision
+    from gpubench.lifecycle.provision import Deadlines, ProvisionRequest, plan, provision
     from gpubench.providers import registry
 
     prov = registry.get("runpod")
@@ -201,7 +201,7 @@ def test_lying_terminate_is_caught(cloud, capsys):
 
 def test_process_dying_right_after_launch_leaves_a_findable_instance(cloud, capsys):
     """The launch call went through, the answer never reached the ledger."""
-    from gpubench.provision import ProvisionRequest, plan, provision
+    from gpubench.lifecycle.provision import ProvisionRequest, plan, provision
     from gpubench.providers import registry
 
     prov = registry.get("lambda")

@@ -3,7 +3,7 @@ CLI, never a KeyError/TypeError/AttributeError/ValueError traceback."""
 
 import pytest
 
-from gpubench import fleet
+from gpubench.lifecycle import fleet
 from gpubench.providers import lambda_cloud, runpod, vast
 from gpubench.providers.common import LaunchSpec, Offer, ProviderError, TransportError
 

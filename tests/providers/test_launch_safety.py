@@ -9,14 +9,14 @@ import time
 import pytest
 
 from gpubench import bench as bench_mod
-from gpubench import fleet
+from gpubench.lifecycle import fleet
 from gpubench.errors import GpubenchError
-from gpubench.ledger import Ledger
+from gpubench.lifecycle.ledger import Ledger
 from gpubench.providers import lambda_cloud, runpod, vast
 from gpubench.providers.common import (AuthError, Instance, InstanceState, InvalidRequestError,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
                                        TransportError, provider_name)
-from gpubench.provision import Deadlines, ProvisionError, ProvisionRequest, provision
+from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
 
 
 class Cloud:
@@ -198,7 +198,7 @@ def test_terminate_auth_error_is_raised():
 
 
 def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, monkeypatch):
-    import gpubench.provision
+    import gpubench.lifecycle.provision
     from gpubench.results import ResultsStore
 
     cloud = Cloud(terminate_errors=[ProviderError("mem", "DELETE", "oops", status=503)] * 1000)
@@ -209,7 +209,7 @@ def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, mo
         ledger.mark(row.row_id, "launched", "created_at", instance_id=inst.instance_id)
         raise GpubenchError("the workload exploded")
 
-    monkeypatch.setattr(gpubench.provision, "provision", provision_then_fail)
+    monkeypatch.setattr(gpubench.lifecycle.provision, "provision", provision_then_fail)
     monkeypatch.setattr(bench_mod, "TERMINATE_DEADLINE_S", 0.3)
     req = bench_mod.BenchRequest("lambda", 1, [], name="both")
     with Ledger() as ledger, pytest.raises(bench_mod.TeardownError) as e:

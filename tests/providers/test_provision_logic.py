@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpubench import fleet
+from gpubench.lifecycle import fleet
 from gpubench.providers.common import Instance, InstanceState, NotFoundError, Offer
-from gpubench.provision import NoOfferError, ProvisionRequest, matching_offers, plan
+from gpubench.lifecycle.provision import NoOfferError, ProvisionRequest, matching_offers, plan
 
 OFFERS = [Offer("p", "a", "H100 SXM", 8, 24.0, available=1), Offer("p", "b", "H100 PCIe", 1, 2.5, available=1),
           Offer("p", "c", "RTX 4090", 1, 0.4, available=0), Offer("p", "d", "RTX 4090", 1, 0.5, available=2),

@@ -8,7 +8,7 @@ import pytest
 mock = pytest.importorskip("gpubench.mock")
 
 from gpubench.cli import main  # noqa: E402
-from gpubench.ledger import Ledger  # noqa: E402
+from gpubench.lifecycle.ledger import Ledger  # noqa: E402
 from gpubench.results import ResultsStore  # noqa: E402
 from tests.remote.helpers import tiny_script  # noqa: E402
 

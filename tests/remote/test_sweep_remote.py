@@ -160,7 +160,7 @@ def test_required_package_installed_once_per_machine(sshd, tmp_path, gpubench_ho
 
 
 def test_on_a_ledger_instance_by_name(sshd, tmp_path, gpubench_home, capsys, remote_python):
-    from gpubench.ledger import Ledger
+    from gpubench.lifecycle.ledger import Ledger
 
     with Ledger() as ledger:
         row = ledger.begin("box1", "lambda", "gpubench-box1", instance_type="gpu_2x_a10",

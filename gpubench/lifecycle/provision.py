@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gpubench.errors import GpubenchError, UsageError
-from gpubench import keys
-from gpubench.keys import HostKeyChangedError, SshNotReady, SshTarget, ensure_keypair, probe, write_ssh_config
-from gpubench.ledger import Ledger, LedgerEntry
+from gpubench.lifecycle import keys
+from gpubench.lifecycle.keys import HostKeyChangedError, SshNotReady, SshTarget, ensure_keypair, probe, write_ssh_config
+from gpubench.lifecycle.ledger import Ledger, LedgerEntry
 from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
                                        InvalidRequestError, LaunchSpec, MissingKeyError,
                                        NotFoundError, Offer, PaymentError, Provider, ProviderError,
@@ -302,7 +302,7 @@ def _wait_ssh(inst: Instance, key_path, deadline_s: float, progress: Progress) -
 
 def _discard_instance(provider: Provider, ledger: Ledger, entry: LedgerEntry, deadline_s: float,
                       progress: Progress) -> bool:
-    from gpubench.fleet import terminate_confirmed
+    from gpubench.lifecycle.fleet import terminate_confirmed
 
     ledger.mark(entry.row_id, "terminating", "terminate_requested_at")
     gone, why = terminate_confirmed(provider, entry.instance_id, deadline_s)

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gpubench import keys
-from gpubench.ledger import Ledger, LedgerEntry
+from gpubench.lifecycle import keys
+from gpubench.lifecycle.ledger import Ledger, LedgerEntry
 from gpubench.providers import registry
 from gpubench.providers.common import (NAME_PREFIX, AuthError, Instance, InstanceState,
                                        MissingKeyError, NotFoundError, PaymentError, Provider,
@@ -205,7 +205,7 @@ def terminate_confirmed(provider: Provider, instance_id: str, deadline_s: float 
                         say: Say = _silent, poll_s: float | None = None) -> tuple[bool, str]:
     """Terminate and wait until the provider no longer has the instance. Returns
     (gone, why not). Terminate is re-sent when the instance shows no sign of going."""
-    from gpubench.provision import poll_interval
+    from gpubench.lifecycle.provision import poll_interval
 
     poll = poll_s if poll_s is not None else poll_interval()
     deadline = time.monotonic() + deadline_s
@@ -279,7 +279,7 @@ def _find_by_name(provider: Provider, entry: LedgerEntry, wait_s: float
     """(the instance named like `entry`, whether its absence is final, why not found).
     A provider may list a new instance only some time after the launch call, so the
     list is polled for up to `wait_s`, or until the request is STALE_REQUEST_S old."""
-    from gpubench.provision import poll_interval
+    from gpubench.lifecycle.provision import poll_interval
 
     deadline = time.monotonic() + wait_s
     while True:
