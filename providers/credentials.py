@@ -1,8 +1,11 @@
 """Where API keys come from, in order: the provider's environment variable, the
-official tool's credential file, then gpubench's own config.toml:
+official tool's credential files, then gpubench's own config.toml:
 
     [lambda]
     api_key = "..."
+
+Which variable and which files belong to a provider is its registry entry's business
+(registry.py); this module only knows how to look and how to read those files.
 
 A key is only ever returned to the adapter that puts it in a header; it is never
 printed, logged, or passed on a command line.
@@ -15,19 +18,28 @@ try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Literal
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
 from gpubench.providers.common import MissingKeyError
 
+if TYPE_CHECKING:
+    from gpubench.providers.registry import ProviderEntry
 
-def _xdg_config() -> Path:
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+# A reader turns a credential file's text into a key, or None when it holds none.
+Reader = Callable[[Path], "str | None"]
 
 
-def _lambda_file(path: Path) -> str | None:
-    # SkyPilot's ~/.lambda_cloud/lambda_keys: lines "api_key = KEY".
+def read_plain(path: Path) -> str | None:
+    """The whole file is the key (the vastai CLI's vast_api_key)."""
+    return path.read_text().strip() or None
+
+
+def read_api_key_line(path: Path) -> str | None:
+    """Lines of "api_key = KEY" (SkyPilot's ~/.lambda_cloud/lambda_keys)."""
     for line in path.read_text().splitlines():
         key, sep, value = line.partition("=")
         if sep and key.strip() == "api_key":
@@ -35,11 +47,8 @@ def _lambda_file(path: Path) -> str | None:
     return None
 
 
-def _plain_file(path: Path) -> str | None:
-    return path.read_text().strip() or None
-
-
-def _runpod_file(path: Path) -> str | None:
+def read_toml_default(path: Path) -> str | None:
+    """api_key (or apikey) under [default], or at the top level (runpodctl's config.toml)."""
     data = tomllib.loads(path.read_text())
     section = data.get("default", data)
     if not isinstance(section, dict):   # `default = "x"`: no key here; try the next source
@@ -48,20 +57,19 @@ def _runpod_file(path: Path) -> str | None:
     return (key.strip() or None) if isinstance(key, str) else None
 
 
-def _official_files(provider: str) -> list[tuple[Path, callable]]:
-    home = Path.home()
-    if provider == "lambda":
-        return [(home / ".lambda_cloud" / "lambda_keys", _lambda_file)]
-    if provider == "vast":
-        return [(_xdg_config() / "vastai" / "vast_api_key", _plain_file),
-                (home / ".config" / "vastai" / "vast_api_key", _plain_file),
-                (home / ".vast_api_key", _plain_file)]
-    if provider == "runpod":
-        return [(home / ".runpod" / "config.toml", _runpod_file)]
-    return []
+@dataclass(frozen=True)
+class KeyFile:
+    """One credential file of a provider's own tool. The path is resolved when a key is
+    looked up, so a changed HOME or XDG_CONFIG_HOME counts."""
 
+    base: Literal["home", "config"]   # ~ or $XDG_CONFIG_HOME (default ~/.config)
+    relative: str
+    read: Reader
 
-ENV_VARS = {"lambda": "LAMBDA_API_KEY", "vast": "VAST_API_KEY", "runpod": "RUNPOD_API_KEY"}
+    def path(self) -> Path:
+        if self.base == "config":
+            return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / self.relative
+        return Path.home() / self.relative
 
 
 class ConfigError(GpubenchError):
@@ -78,22 +86,22 @@ def load_config() -> dict:
         raise ConfigError(f"{path}: cannot read: {e}") from None
 
 
-def api_key(provider: str) -> str:
-    """The first key found for `provider`, or MissingKeyError naming where to put one."""
-    env = ENV_VARS.get(provider, f"{provider.upper()}_API_KEY")
-    if os.environ.get(env, "").strip():
-        return os.environ[env].strip()
-    for path, reader in _official_files(provider):
+def api_key(entry: "ProviderEntry") -> str:
+    """The first key found for the provider, or MissingKeyError naming where to put one."""
+    if os.environ.get(entry.key_var, "").strip():
+        return os.environ[entry.key_var].strip()
+    for key_file in entry.key_files:
+        path = key_file.path()
         try:
             if path.is_file():
-                key = reader(path)
+                key = key_file.read(path)
                 if key:
                     return key
         except (OSError, ValueError, tomllib.TOMLDecodeError):
             continue  # an unreadable tool file falls through to the next source
-    section = load_config().get(provider)
+    section = load_config().get(entry.name)
     if isinstance(section, dict) and str(section.get("api_key", "")).strip():
         return str(section["api_key"]).strip()
-    raise MissingKeyError(provider, "credentials",
-                          f"set {env}, or api_key under [{provider}] in "
+    raise MissingKeyError(entry.name, "credentials",
+                          f"set {entry.key_var}, or api_key under [{entry.name}] in "
                           f"{paths.config_dir() / 'config.toml'}")

@@ -1,47 +1,121 @@
-"""Provider name -> adapter module, imported only when asked for.
+"""Every cloud provider gpubench knows, one entry each: its adapter module (imported
+only when asked for), where its API key comes from, the variable that points it at
+another endpoint, and its display name. Whatever lists providers is derived from
+this table: credentials lookup, the API keys scrubbed from a workload's environment,
+help texts, the mock cloud's environment and the tests' isolation.
 
-Adding a provider: write providers/<name>.py with a `connect(api_key, base_url)`
-function returning a Provider and a DEFAULT_URL, then add one line here.
+Adding a provider:
+  1. write providers/<name>.py with DEFAULT_URL and `connect(api_key, base_url)`
+     returning a Provider (see the protocol in common.py);
+  2. add one ProviderEntry to ENTRIES below;
+  3. tests/providers/test_contract.py runs every entry through the same cases
+     against the mock cloud: when it passes (the mock needs a module that speaks
+     the new API), the adapter is done.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import dataclass
 
 from gpubench.errors import UsageError
+from gpubench.providers import credentials
 from gpubench.providers.common import Provider
+from gpubench.providers.credentials import KeyFile
 
-ADAPTERS: dict[str, str] = {
-    "lambda": "gpubench.providers.lambda_cloud",
-    "vast": "gpubench.providers.vast",
-    "runpod": "gpubench.providers.runpod",
-}
+
+@dataclass(frozen=True)
+class ProviderEntry:
+    name: str                    # what commands take: "lambda"
+    display_name: str            # how the provider writes itself: "Lambda"
+    module: str                  # the adapter module, imported by get() only
+    key_var: str                 # the API-key variable the provider's own tools read
+    key_files: tuple[KeyFile, ...] = ()   # the official tool's credential files, in order
+    api_path: str = ""           # the API's base path ("/api/v1"); an override URL may end in it
+    setting_vars: tuple[str, ...] = ()    # further variables the adapter reads
+
+    @property
+    def url_var(self) -> str:
+        """GPUBENCH_<NAME>_URL overrides the endpoint (the mock cloud uses it)."""
+        return f"GPUBENCH_{self.name.upper()}_URL"
+
+
+ENTRIES: tuple[ProviderEntry, ...] = (
+    ProviderEntry("lambda", "Lambda", "gpubench.providers.lambda_cloud", "LAMBDA_API_KEY",
+                  (KeyFile("home", ".lambda_cloud/lambda_keys", credentials.read_api_key_line),),
+                  api_path="/api/v1", setting_vars=("GPUBENCH_LAMBDA_SSH_USER",)),
+    ProviderEntry("vast", "Vast.ai", "gpubench.providers.vast", "VAST_API_KEY",
+                  (KeyFile("config", "vastai/vast_api_key", credentials.read_plain),
+                   KeyFile("home", ".config/vastai/vast_api_key", credentials.read_plain),
+                   KeyFile("home", ".vast_api_key", credentials.read_plain)),
+                  api_path="/api/v0"),
+    ProviderEntry("runpod", "RunPod", "gpubench.providers.runpod", "RUNPOD_API_KEY",
+                  (KeyFile("home", ".runpod/config.toml", credentials.read_toml_default),),
+                  api_path="/v2"),
+)
 
 
 class UnknownProviderError(UsageError):
     pass
 
 
+def entries() -> tuple[ProviderEntry, ...]:
+    return ENTRIES
+
+
 def names() -> list[str]:
-    return list(ADAPTERS)
+    return [e.name for e in ENTRIES]
+
+
+def entry(name: str) -> ProviderEntry:
+    for e in ENTRIES:
+        if e.name == name:
+            return e
+    raise UnknownProviderError(f"unknown provider '{name}' (known: {', '.join(names())})")
 
 
 def check(name: str) -> str:
-    if name not in ADAPTERS:
-        raise UnknownProviderError(f"unknown provider '{name}' (known: {', '.join(ADAPTERS)})")
-    return name
+    return entry(name).name
+
+
+def help_names(conjunction: str = "or") -> str:
+    """"lambda, vast or runpod": the names as a help text lists them."""
+    return _spoken(names(), conjunction)
+
+
+def help_display_names(conjunction: str = "or") -> str:
+    """"Lambda, Vast.ai or RunPod"."""
+    return _spoken([e.display_name for e in ENTRIES], conjunction)
+
+
+def display_name(name: str) -> str:
+    return entry(name).display_name
+
+
+def key_vars() -> frozenset[str]:
+    """Every provider's API-key variable: what no workload's environment may carry."""
+    return frozenset(e.key_var for e in ENTRIES)
+
+
+def env_vars() -> frozenset[str]:
+    """Every variable any adapter reads (keys, endpoint overrides, settings): what a test
+    clears so that nothing from the machine it runs on leaks in."""
+    return frozenset(v for e in ENTRIES for v in (e.key_var, e.url_var, *e.setting_vars))
 
 
 def base_url(name: str, default: str) -> str:
-    """GPUBENCH_<NAME>_URL overrides the endpoint (the mock cloud uses this)."""
-    return os.environ.get(f"GPUBENCH_{name.upper()}_URL") or default
+    return os.environ.get(entry(name).url_var) or default
 
 
 def get(name: str) -> Provider:
     """A connected adapter for `name`; raises MissingKeyError when it has no API key."""
-    from gpubench.providers import credentials
+    e = entry(name)
+    module = importlib.import_module(e.module)
+    return module.connect(credentials.api_key(e), base_url(name, module.DEFAULT_URL))
 
-    module = importlib.import_module(ADAPTERS[check(name)])
-    key = credentials.api_key(name)
-    return module.connect(key, base_url(name, module.DEFAULT_URL))
+
+def _spoken(words: list[str], conjunction: str) -> str:
+    if len(words) < 2:
+        return "".join(words)
+    return f"{', '.join(words[:-1])} {conjunction} {words[-1]}"

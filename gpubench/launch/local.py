@@ -17,10 +17,8 @@ from gpubench.launch.base import (RECORD_ENV, LineSink, Machine, RunOutcome,
                                   cpu_threads_per_process, record_args, shown_command)
 from gpubench.launch.gpu_sampling import LocalSampler, local_indices
 from gpubench.launch.process import failure_line, stream_process
+from gpubench.providers import registry
 from gpubench.suite import WorkloadRef
-
-
-PROVIDER_KEY_VARS = frozenset({"LAMBDA_API_KEY", "VAST_API_KEY", "RUNPOD_API_KEY"})
 
 
 def local_gpus() -> list[str]:
@@ -63,7 +61,8 @@ class LocalLauncher:
 
     def environment(self, procs: int) -> dict[str, str]:
         # a workload (or a user's script) has no business with the cloud API keys
-        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_KEY_VARS}
+        scrubbed = registry.key_vars()
+        env = {k: v for k, v in os.environ.items() if k not in scrubbed}
         if not self._gpus:
             env["OMP_NUM_THREADS"] = cpu_threads_per_process(os.cpu_count() or 1, procs)
         env["PYTHONUNBUFFERED"] = "1"

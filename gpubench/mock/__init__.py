@@ -35,6 +35,7 @@ requests, e.g. ``runpod:503@2`` fails twice and then works.
 
 from __future__ import annotations
 
+import getpass
 import json
 import urllib.request
 from pathlib import Path
@@ -50,16 +51,24 @@ __all__ = ["MockCloud", "FaultSpecError", "parse_faults"]
 parse_faults = parse
 
 
+# The test API key each provider's mock accepts, by provider name.
+API_KEYS = {m.PROVIDER: m.API_KEY for m in (lambda_api, vast_api, runpod_api)}
+
+
 def env_for(base_url: str) -> dict[str, str]:
-    """The variables that point gpubench (and the official clients' keys) at the mock."""
-    return {
-        "GPUBENCH_LAMBDA_URL": f"{base_url}/api/v1",
-        "GPUBENCH_VAST_URL": f"{base_url}/api/v0",
-        "GPUBENCH_RUNPOD_URL": f"{base_url}/v2",
-        "LAMBDA_API_KEY": lambda_api.API_KEY,
-        "VAST_API_KEY": vast_api.API_KEY,
-        "RUNPOD_API_KEY": runpod_api.API_KEY,
-    }
+    """The variables that point gpubench (and the official clients' keys) at the mock:
+    for every registered provider the mock serves, its URL override (the mock root plus
+    the API's own base path) and its API key."""
+    from gpubench.providers import registry
+
+    env: dict[str, str] = {}
+    for entry in registry.entries():
+        if entry.name in API_KEYS:
+            env[entry.url_var] = base_url + entry.api_path
+            env[entry.key_var] = API_KEYS[entry.name]
+    # Lambda's images log in as ubuntu; a mock instance's sshd logs in the user running the mock.
+    env["GPUBENCH_LAMBDA_SSH_USER"] = getpass.getuser()
+    return env
 
 
 class MockCloud:

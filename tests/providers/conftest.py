@@ -14,6 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.conftest import clear_provider_env
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
@@ -29,9 +31,7 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUBENCH_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("GPUBENCH_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    for var in ("LAMBDA_API_KEY", "VAST_API_KEY", "RUNPOD_API_KEY", "GPUBENCH_LAMBDA_URL",
-                "GPUBENCH_VAST_URL", "GPUBENCH_RUNPOD_URL", "GPUBENCH_LAMBDA_SSH_USER"):
-        monkeypatch.delenv(var, raising=False)
+    clear_provider_env(monkeypatch)
     monkeypatch.setenv("GPUBENCH_RATE_LIMIT_SCALE", "0")
     monkeypatch.setenv("GPUBENCH_HTTP_BACKOFF", "0.01")
     monkeypatch.setenv("GPUBENCH_HTTP_TIMEOUT", "5")

@@ -55,4 +55,4 @@ def test_registry_is_one_line_per_provider():
     from gpubench.providers import registry
 
     assert registry.names() == ["lambda", "vast", "runpod"]
-    assert all(v.startswith("gpubench.providers.") for v in registry.ADAPTERS.values())
+    assert all(e.module.startswith("gpubench.providers.") for e in registry.entries())

@@ -5,36 +5,40 @@ import pytest
 
 from gpubench import paths
 from gpubench.lifecycle import keys
-from gpubench.providers import credentials
+from gpubench.providers import credentials, registry
 from gpubench.providers.common import MissingKeyError
+
+
+def api_key(name: str) -> str:
+    return credentials.api_key(registry.entry(name))
 
 
 def test_env_first_then_tool_files_then_config(isolated, monkeypatch):
     home = isolated / "home"
     (paths.config_dir(create=True) / "config.toml").write_text('[lambda]\napi_key = "from-config"\n')
-    assert credentials.api_key("lambda") == "from-config"
+    assert api_key("lambda") == "from-config"
     (home / ".lambda_cloud").mkdir()
     (home / ".lambda_cloud" / "lambda_keys").write_text("api_key = from-tool\n")
-    assert credentials.api_key("lambda") == "from-tool"
+    assert api_key("lambda") == "from-tool"
     monkeypatch.setenv("LAMBDA_API_KEY", "from-env")
-    assert credentials.api_key("lambda") == "from-env"
+    assert api_key("lambda") == "from-env"
 
 
 def test_vast_and_runpod_tool_files(isolated):
     home = isolated / "home"
     (home / ".vast_api_key").write_text("vk\n")
-    assert credentials.api_key("vast") == "vk"
+    assert api_key("vast") == "vk"
     (home / ".config" / "vastai").mkdir(parents=True)
     (home / ".config" / "vastai" / "vast_api_key").write_text("vk2")
-    assert credentials.api_key("vast") == "vk2"
+    assert api_key("vast") == "vk2"
     (home / ".runpod").mkdir()
     (home / ".runpod" / "config.toml").write_text('[default]\napi_key = "rk"\n')
-    assert credentials.api_key("runpod") == "rk"
+    assert api_key("runpod") == "rk"
 
 
 def test_missing_key_says_where_to_put_one():
     with pytest.raises(MissingKeyError) as e:
-        credentials.api_key("runpod")
+        api_key("runpod")
     assert "RUNPOD_API_KEY" in str(e.value) and "\n" not in str(e.value)
 
 
@@ -80,6 +84,6 @@ def test_runpod_tool_file_of_the_wrong_shape_is_skipped(isolated, text):
     (home / ".runpod").mkdir()
     (home / ".runpod" / "config.toml").write_text(text)
     with pytest.raises(MissingKeyError, match="RUNPOD_API_KEY"):
-        credentials.api_key("runpod")
+        api_key("runpod")
     (paths.config_dir(create=True) / "config.toml").write_text('[runpod]\napi_key = "from-config"\n')
-    assert credentials.api_key("runpod") == "from-config"
+    assert api_key("runpod") == "from-config"
