@@ -61,6 +61,3 @@ class Response:
             return self.body
         return json.dumps(self.body).encode()
 
-
-def ok(body: object, status: int = 200) -> Response:
-    return Response(status, body)
