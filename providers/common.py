@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from gpubench.errors import GpubenchError
 
@@ -40,17 +40,26 @@ class Offer:
 
 
 @dataclass(frozen=True)
+class SshKeyRef:
+    """An SSH public key as the provider's account holds it: what ensure_ssh_key returns
+    and what a launch needs to put the key on the machine. Lambda launches name the key
+    (`name`); Vast.ai puts every account key on a new instance and knows it by `key_id`;
+    RunPod knows keys only by their text."""
+
+    public_key: str            # the full line, "ssh-ed25519 AAAA... comment"
+    name: str = ""             # the provider's name for the key, where it names keys
+    key_id: str = ""           # the provider's id for the key, where it has one
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     gpus: int
-    gpu_type: str | None = None
     disk_gb: int = 100
     image: str = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
     region: str | None = None
     name: str = ""
-    max_price: float | None = None
     interruptible: bool = False
-    ssh_public_key: str = ""
-    ssh_key_name: str = ""     # what ensure_ssh_key returned (Lambda launches by key name)
+    ssh_key: SshKeyRef | None = None   # from ensure_ssh_key; every launch needs one to log in
 
 
 @dataclass
@@ -138,23 +147,70 @@ def provider_name(name: str) -> str:
     return name if name.startswith(NAME_PREFIX) else NAME_PREFIX + name
 
 
+@runtime_checkable
 class Provider(Protocol):
-    """What each adapter implements. Clients and credentials are passed in, never global."""
+    """What each adapter implements. Clients and credentials are passed in, never global.
+
+    Every method may raise, besides what it names below:
+      AuthError        the API key is wrong, expired or not allowed (401/403, and
+                       Vast.ai's 404 "Invalid user key");
+      PaymentError     the account cannot pay (402);
+      RateLimitError   still rate limited after the client's retries (429);
+      InvalidRequestError  the provider rejected the request itself (another 4xx);
+      ProviderError    itself: a server error (5xx) after the retries, or an answer
+                       that is not JSON or not of the documented shape ("unexpected
+                       answer"); launch raises TransportError for these instead;
+      TransportError   no answer: connection refused or lost, timeout.
+    All are ProviderError subclasses carrying provider, endpoint and the provider's own
+    message; MissingKeyError comes earlier, from registry.get. The cases in
+    tests/providers/test_contract.py hold every registered adapter to this.
+    """
 
     name: str
 
     def offers(self, gpus: int | None = None, gpu_type: str | None = None,
-               interruptible: bool = False) -> list[Offer]: ...
+               interruptible: bool = False) -> list[Offer]:
+        """What can be rented now, one Offer per (machine type, place) with
+        `offer_id` being what launch needs. `gpus` keeps only machines with that many
+        GPUs; `gpu_type` is a hint an adapter may use to narrow its query (callers filter
+        with gpus.gpu_matches again); `interruptible` asks for spot/bid offers instead of
+        on-demand ones ([] where the provider has none). Sold-out types may be listed
+        with available=0. Raises only the common errors above."""
+        ...
 
-    def ensure_ssh_key(self, public_key: str, name: str) -> str: ...
+    def ensure_ssh_key(self, public_key: str, name: str) -> SshKeyRef:
+        """Make sure the account holds `public_key` and return how launch refers to it.
+        Idempotent: a key already there (compared by type and body, not comment) is
+        reused, never added twice. `name` is the wanted name where the provider names
+        keys; a name taken by another key gets a stable suffix."""
+        ...
 
-    def launch(self, offer: Offer, spec: LaunchSpec) -> Instance: ...
+    def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
+        """Rent one machine from `offer` as `spec` says, named NAME_PREFIX + spec.name.
+        Returns at once with the new instance (usually PENDING, no SSH address yet).
+        Raises CapacityError when the offer cannot be had now (the caller tries the
+        next offer; nothing was rented), InvalidRequestError when the request itself
+        is refused (nothing was rented), and TransportError when the answer does not
+        say whether a machine was rented (a 5xx, a lost or garbled answer): the caller
+        must then find it by name in list()."""
+        ...
 
-    def get(self, instance_id: str) -> Instance: ...
+    def get(self, instance_id: str) -> Instance:
+        """The instance as the provider reports it now; its SSH host and port are set
+        once it is RUNNING and reachable. Raises NotFoundError for an id the provider
+        does not know (never launched, or terminated and forgotten)."""
+        ...
 
-    def list(self) -> list[Instance]: ...
+    def list(self) -> list[Instance]:
+        """Every instance of the account (not only gpubench's), all pages followed.
+        A terminated instance may still be listed as TERMINATED for a while."""
+        ...
 
-    def terminate(self, instance_id: str) -> None: ...
+    def terminate(self, instance_id: str) -> None:
+        """Ask for the instance to be destroyed. Returns when the provider accepted the
+        request, not when the machine is gone: confirm with get() (TERMINATED or
+        NotFoundError). Raises NotFoundError for an id the provider does not know."""
+        ...
 
 
 def key_body(public_key: str) -> str:

@@ -6,19 +6,20 @@ Facts that shape this adapter:
 - /instance-types is a map keyed by type name; capacity = regions_with_capacity_available;
 - launch takes exactly one SSH key *name*, so the key is registered first;
 - about 1 request/s overall and 1 launch per 12 s (client-side limiter, see http.py);
-- no stop, no interruptible instances; SSH is ubuntu@ip:22.
+- no stop, no interruptible instances; SSH is ubuntu@ip:22 (the API has no port or user field).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 
 import requests
 
 from gpubench.providers.common import (CapacityError, Instance, InstanceState, InvalidRequestError,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       TransportError, key_body, provider_name)
+                                       SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
 from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
@@ -37,6 +38,7 @@ STATUS = {
     "preempted": InstanceState.FAILED,
 }
 CAPACITY_CODES = {"instance-operations/launch/insufficient-capacity"}
+_TYPE_COUNT = re.compile(r"^gpu_(\d+)x_")
 
 
 def parse_error(resp: requests.Response) -> tuple[str | None, str]:
@@ -64,7 +66,7 @@ class LambdaCloud:
     def __init__(self, client: HttpClient) -> None:
         self.client = client
         # Lambda's images log in as ubuntu; GPUBENCH_LAMBDA_SSH_USER serves other images
-        # and test doubles whose sshd runs as another user.
+        # and the mock cloud, whose sshd logs in the user running it.
         self.default_user = os.environ.get("GPUBENCH_LAMBDA_SSH_USER") or "ubuntu"
 
     def _data(self, method: str, path: str, **kw):
@@ -85,11 +87,11 @@ class LambdaCloud:
         for type_name, item in (data or {}).items():
             itype = item.get("instance_type", {})
             specs = itype.get("specs", {})
-            count = int(specs.get("gpus") or 0)
+            count = _gpu_count(itype, type_name)
             if not count or (gpus and count != gpus):
                 continue
             gpu = normalize_gpu_name(itype.get("gpu_description") or type_name)
-            price = (itype.get("price_cents_per_hour") or 0) / 100.0
+            price = float(itype.get("price_cents_per_hour") or 0) / 100.0
             regions = [r.get("name", "") for r in item.get("regions_with_capacity_available") or []]
             common = dict(provider=NAME, gpu_name=gpu, gpu_count=count, price_per_hour=price,
                           disk_gb=specs.get("storage_gib"), instance_type=itype.get("name", type_name))
@@ -101,29 +103,30 @@ class LambdaCloud:
         return offers
 
     # -- keys ---------------------------------------------------------------
-    def ensure_ssh_key(self, public_key: str, name: str) -> str:
-        """The name of a registered key with this public key, registering it if needed."""
+    def ensure_ssh_key(self, public_key: str, name: str) -> SshKeyRef:
+        """A registered key with this public key (launches name it), registering it if needed."""
         wanted = key_body(public_key)
         keys = self._data("GET", "/ssh-keys") or []
         for key in keys:
             if key_body(key.get("public_key", "")) == wanted:
-                return key["name"]
+                return SshKeyRef(public_key.strip(), name=key["name"], key_id=str(key.get("id") or ""))
         taken = {k.get("name") for k in keys}
         key_name = name
         if key_name in taken:  # same name, other key: make it unique and stable
             key_name = f"{name}-{hashlib.sha1(wanted.encode()).hexdigest()[:8]}"
-        self._data("POST", "/ssh-keys", json={"name": key_name, "public_key": public_key.strip()})
-        return key_name
+        added = self._data("POST", "/ssh-keys", json={"name": key_name, "public_key": public_key.strip()})
+        key_id = str(added.get("id") or "") if isinstance(added, dict) else ""
+        return SshKeyRef(public_key.strip(), name=key_name, key_id=key_id)
 
     # -- instances ----------------------------------------------------------
     def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
         type_name, _, region = offer.offer_id.partition("@")
         region = spec.region or region
-        if not spec.ssh_key_name:   # refused here, before anything is sent
+        if spec.ssh_key is None or not spec.ssh_key.name:   # refused here, before anything is sent
             raise InvalidRequestError(NAME, f"POST {API}/instance-operations/launch",
                                       "needs an SSH key name (call ensure_ssh_key first)")
         body = {"region_name": region, "instance_type_name": type_name,
-                "ssh_key_names": [spec.ssh_key_name], "name": provider_name(spec.name)[:64]}
+                "ssh_key_names": [spec.ssh_key.name], "name": provider_name(spec.name)[:64]}
         try:
             data = self._data("POST", "/instance-operations/launch", json=body, launch=True)
         except ProviderError as e:
@@ -150,21 +153,36 @@ class LambdaCloud:
 
     def _instance(self, raw: dict) -> Instance:
         itype = raw.get("instance_type") or {}
-        specs = itype.get("specs") or {}
         status = raw.get("status", "")
         return Instance(
             provider=NAME, instance_id=raw["id"], name=raw.get("name") or "",
             status=STATUS.get(status, InstanceState.UNKNOWN), raw_status=status,
-            ssh_host=raw.get("ip") or None,
-            # Lambda always serves SSH on 22; a test double may publish another port.
-            ssh_port=int(raw.get("ssh_port") or 22), ssh_user=raw.get("ssh_user") or self.default_user,
+            ssh_host=raw.get("ip") or None, ssh_port=_ssh_port(raw), ssh_user=self.default_user,
             gpu_name=normalize_gpu_name(itype.get("gpu_description") or itype.get("name", "")),
-            gpu_count=int(specs.get("gpus") or 0),
-            price_per_hour=(itype["price_cents_per_hour"] / 100.0
+            gpu_count=_gpu_count(itype, itype.get("name", "")),
+            price_per_hour=(float(itype["price_cents_per_hour"]) / 100.0
                             if itype.get("price_cents_per_hour") is not None else None),
             instance_type=itype.get("name", ""), region=(raw.get("region") or {}).get("name", ""),
-            created_at=raw.get("created_at"),
         )
+
+
+def _gpu_count(itype: dict, type_name: str) -> int:
+    """specs.gpus; answers that leave specs out (older API versions, trimmed listings)
+    still name the type "gpu_<N>x_<model>"."""
+    count = (itype.get("specs") or {}).get("gpus")
+    if count is None:
+        m = _TYPE_COUNT.match(type_name or "")
+        return int(m.group(1)) if m else 0
+    return int(count)
+
+
+def _ssh_port(raw: dict) -> int:
+    """Lambda serves SSH on port 22 and its API has no port field. The one exception
+    to reading only what Lambda sends: the mock cloud's sshd cannot listen on port 22
+    of a loopback address without root, so its active instances say where it listens
+    in `ssh_port` (see gpubench/mock/lambda_api.py). Absent from every real answer,
+    it leaves port 22."""
+    return int(raw.get("ssh_port") or 22)
 
 
 __all__ = ["LambdaCloud", "connect", "NotFoundError"]

@@ -19,7 +19,7 @@ import requests
 
 from gpubench.providers.common import (CapacityError, Instance, InstanceState,
                                        InvalidRequestError, LaunchSpec, NotFoundError, Offer,
-                                       TransportError, key_body, provider_name)
+                                       SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
 from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
@@ -96,14 +96,14 @@ class RunPod:
         return offers
 
     # -- keys ---------------------------------------------------------------
-    def ensure_ssh_key(self, public_key: str, name: str) -> str:
-        """Adds the key to the account's set; PUT replaces the set, so read first."""
+    def ensure_ssh_key(self, public_key: str, name: str) -> SshKeyRef:
+        """Adds the key to the account's set; PUT replaces the set, so read first.
+        RunPod keys have neither name nor id: the ref carries the key's text only."""
         keys = (self.client.json("GET", "/v2/account/ssh-keys") or {}).get("keys") or []
         wanted = key_body(public_key)
-        if any(key_body(k) == wanted for k in keys):
-            return wanted
-        self.client.json("PUT", "/v2/account/ssh-keys", json={"keys": keys + [public_key.strip()]})
-        return wanted
+        if not any(key_body(k) == wanted for k in keys):
+            self.client.json("PUT", "/v2/account/ssh-keys", json={"keys": keys + [public_key.strip()]})
+        return SshKeyRef(public_key.strip())
 
     # -- instances ----------------------------------------------------------
     def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
@@ -112,7 +112,7 @@ class RunPod:
             "gpu": {"id": offer.offer_id, "count": spec.gpus},   # count always: see docstring
             "cloud": CLOUD, "disk": int(spec.disk_gb), "ports": ["22/tcp"], "startSsh": True,
             # The pod-level key as well: runs even where account keys are not injected.
-            "env": {"PUBLIC_KEY": spec.ssh_public_key.strip()} if spec.ssh_public_key else {},
+            "env": {"PUBLIC_KEY": spec.ssh_key.public_key} if spec.ssh_key else {},
         }
         if spec.region:
             body["dataCenterIds"] = [spec.region]

@@ -19,7 +19,7 @@ import requests
 
 from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       TransportError, key_body, provider_name)
+                                       SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
 from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
 
@@ -114,17 +114,17 @@ class Vast:
         return offers
 
     # -- keys ---------------------------------------------------------------
-    def ensure_ssh_key(self, public_key: str, name: str) -> str:
+    def ensure_ssh_key(self, public_key: str, name: str) -> SshKeyRef:
+        """Vast.ai has no key names: account keys go onto every new instance, so the
+        ref's key_id is all it knows the key by. The list is a bare array whose text
+        field is `key` (`public_key` in the create answer)."""
         wanted = key_body(public_key)
-        keys = self._call("GET", "/api/v0/ssh/")
-        if isinstance(keys, dict):   # tolerate an enveloped answer as well as the bare array
-            keys = keys.get("keys") or keys.get("ssh_keys") or []
-        for key in keys or []:
+        for key in self._call("GET", "/api/v0/ssh/") or []:
             text = key.get("key") or key.get("public_key") or ""
             if key_body(text) == wanted and not key.get("deleted_at"):
-                return str(key.get("id"))
+                return SshKeyRef(public_key.strip(), key_id=str(key["id"]))
         body = self._call("POST", "/api/v0/ssh/", json={"ssh_key": public_key.strip()})
-        return str(((body or {}).get("key") or {}).get("id", ""))
+        return SshKeyRef(public_key.strip(), key_id=str(((body or {}).get("key") or {}).get("id", "")))
 
     # -- instances ----------------------------------------------------------
     def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:

@@ -168,10 +168,8 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
     for offer in offers[:MAX_CANDIDATES]:
         if launches >= req.attempts:
             break
-        spec = LaunchSpec(gpus=req.gpus, gpu_type=req.gpu_type, disk_gb=req.disk_gb, image=req.image,
-                          region=req.region, name=name, max_price=req.max_price,
-                          interruptible=req.interruptible, ssh_public_key=keypair.public_key,
-                          ssh_key_name=key_ref)
+        spec = LaunchSpec(gpus=req.gpus, disk_gb=req.disk_gb, image=req.image, region=req.region,
+                          name=name, interruptible=req.interruptible, ssh_key=key_ref)
         entry = ledger.begin(name, req.provider, provider_name(name), offer_id=offer.offer_id,
                              instance_type=offer.instance_type, region=offer.region,
                              gpu_name=offer.gpu_name, gpu_count=offer.gpu_count,

@@ -5,7 +5,7 @@ import pytest
 
 from gpubench.lifecycle import fleet
 from gpubench.providers import lambda_cloud, runpod, vast
-from gpubench.providers.common import LaunchSpec, Offer, ProviderError, TransportError
+from gpubench.providers.common import LaunchSpec, Offer, ProviderError, SshKeyRef, TransportError
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_garbled_launch_answer_is_unclear_not_refused(fake_api, adapters, provid
     fake_api.route(method, path, (200, body))
     offer = Offer(provider, "gpu_1x_h100@us-east-1" if provider == "lambda" else "5", "H100", 1, 2.0)
     with pytest.raises(TransportError):
-        adapters[provider].launch(offer, LaunchSpec(gpus=1, name="x", ssh_key_name="k"))
+        adapters[provider].launch(offer, LaunchSpec(gpus=1, name="x", ssh_key=SshKeyRef("ssh-ed25519 A", name="k")))
     assert len(fake_api.calls(method, path)) == 1
 
 

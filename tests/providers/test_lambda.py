@@ -3,8 +3,10 @@
 import pytest
 
 from gpubench.providers import lambda_cloud
-from gpubench.providers.common import (AuthError, CapacityError, InstanceState, LaunchSpec,
-                                       NotFoundError)
+from gpubench.providers.common import (AuthError, CapacityError, InstanceState, InvalidRequestError,
+                                       LaunchSpec, NotFoundError, SshKeyRef)
+
+KEY = SshKeyRef("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine gpubench", name="gpubench")
 
 
 @pytest.fixture
@@ -29,7 +31,7 @@ def test_launch_sends_one_key_name_and_prefixed_name(fake_api, lam):
     fake_api.route("GET", "/api/v1/instance-types", (200, "lambda/instance_types.json"))
     fake_api.route("POST", "/api/v1/instance-operations/launch", (200, "lambda/launch.json"))
     offer = next(o for o in lam.offers() if o.region == "us-east-1" and o.gpu_count == 1)
-    inst = lam.launch(offer, LaunchSpec(gpus=1, name="demo", ssh_key_name="gpubench"))
+    inst = lam.launch(offer, LaunchSpec(gpus=1, name="demo", ssh_key=KEY))
     body = fake_api.calls("POST", "/api/v1/instance-operations/launch")[0]["json"]
     assert body == {"region_name": "us-east-1", "instance_type_name": "gpu_1x_h100_pcie",
                     "ssh_key_names": ["gpubench"], "name": "gpubench-demo"}
@@ -40,7 +42,7 @@ def test_launch_sends_one_key_name_and_prefixed_name(fake_api, lam):
 def test_capacity_error_is_typed(fake_api, lam):
     fake_api.route("POST", "/api/v1/instance-operations/launch", (400, "lambda/error_capacity.json"))
     with pytest.raises(CapacityError) as e:
-        lam.launch(_offer(), LaunchSpec(gpus=1, name="x", ssh_key_name="k"))
+        lam.launch(_offer(), LaunchSpec(gpus=1, name="x", ssh_key=KEY))
     assert "Not enough capacity" in str(e.value)
 
 
@@ -77,10 +79,36 @@ def test_unknown_instance_is_not_found(fake_api, lam):
 def test_ssh_key_reused_by_public_key_else_added(fake_api, lam):
     fake_api.route("GET", "/api/v1/ssh-keys", (200, "lambda/ssh_keys.json"))
     fake_api.route("POST", "/api/v1/ssh-keys", (200, "lambda/ssh_key_created.json"))
-    assert lam.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther other-comment", "gpubench") == "laptop"
+    theirs = lam.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther other-comment", "gpubench")
+    assert (theirs.name, theirs.key_id) == ("laptop", "ddf9a910ceb744a0bb95242cbba6cb50")
     assert not fake_api.calls("POST", "/api/v1/ssh-keys")
-    assert lam.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine gpubench", "gpubench") == "gpubench"
+    mine = lam.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine gpubench", "gpubench")
+    assert mine == SshKeyRef("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine gpubench", name="gpubench",
+                             key_id="0920582c7ff041399e34823a0be62549")
     assert fake_api.calls("POST", "/api/v1/ssh-keys")[0]["json"]["name"] == "gpubench"
+
+
+def test_name_taken_by_another_key_gets_a_stable_suffix(fake_api, lam):
+    fake_api.route("GET", "/api/v1/ssh-keys", (200, {"data": [
+        {"id": "k1", "name": "gpubench", "public_key": "ssh-ed25519 AAAAOld old"}]}))
+    fake_api.route("POST", "/api/v1/ssh-keys", (200, {"data": {"id": "k2", "name": "x", "public_key": "y"}}))
+    first = lam.ensure_ssh_key("ssh-ed25519 AAAANew new", "gpubench")
+    again = lam.ensure_ssh_key("ssh-ed25519 AAAANew other-comment", "gpubench")
+    assert first.name.startswith("gpubench-") and first.name == again.name
+
+
+def test_launch_without_a_key_name_is_refused_before_sending(fake_api, lam):
+    for spec in (LaunchSpec(gpus=1, name="x"), LaunchSpec(gpus=1, name="x", ssh_key=SshKeyRef("ssh-ed25519 A"))):
+        with pytest.raises(InvalidRequestError, match="SSH key name"):
+            lam.launch(_offer(), spec)
+    assert not fake_api.requests
+
+
+def test_ssh_is_ubuntu_on_port_22_or_the_configured_user(fake_api, monkeypatch):
+    fake_api.route("GET", r"/api/v1/instances/[0-9a-f]+", (200, "lambda/instance.json"))
+    monkeypatch.setenv("GPUBENCH_LAMBDA_SSH_USER", "me")
+    inst = lambda_cloud.connect("KEY", fake_api.url).get("0920582c7ff041399e34823a0be62549")
+    assert (inst.ssh_host, inst.ssh_port, inst.ssh_user) == ("198.51.100.2", 22, "me")
 
 
 def _offer():

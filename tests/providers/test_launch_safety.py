@@ -15,7 +15,7 @@ from gpubench.lifecycle.ledger import Ledger
 from gpubench.providers import lambda_cloud, runpod, vast
 from gpubench.providers.common import (AuthError, Instance, InstanceState, InvalidRequestError,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       TransportError, provider_name)
+                                       SshKeyRef, TransportError, provider_name)
 from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
 
 
@@ -117,7 +117,8 @@ def test_every_adapter_launch_is_sent_once_on_5xx(fake_api, module, method, path
     offer_id = "gpu_1x_h100@us-east-1" if module is lambda_cloud else "5"
     with pytest.raises(TransportError):
         module.connect("KEY", fake_api.url).launch(Offer("x", offer_id, "H100", 1, 2.0),
-                                                    LaunchSpec(gpus=1, name="x", ssh_key_name="k"))
+                                                    LaunchSpec(gpus=1, name="x",
+                                                               ssh_key=SshKeyRef("ssh-ed25519 A", name="k")))
     assert len(fake_api.calls(method, path)) == 1
 
 

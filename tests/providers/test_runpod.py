@@ -4,7 +4,7 @@ import pytest
 
 from gpubench.providers import runpod
 from gpubench.providers.common import (AuthError, CapacityError, InstanceState, InvalidRequestError,
-                                       LaunchSpec, NotFoundError, Offer)
+                                       LaunchSpec, NotFoundError, Offer, SshKeyRef)
 
 
 @pytest.fixture
@@ -27,8 +27,9 @@ def test_catalog_to_offers(fake_api, rp):
 def test_launch_body_has_ssh_port_startssh_and_count(fake_api, rp):
     fake_api.route("POST", "/v2/pods", (201, "runpod/pod_provisioning.json"))
     inst = rp.launch(Offer("runpod", "NVIDIA H100 PCIe", "H100 PCIe", 1, 2.39),
-                     LaunchSpec(gpus=1, disk_gb=80, name="demo", ssh_public_key="ssh-ed25519 AAAA x"))
+                     LaunchSpec(gpus=1, disk_gb=80, name="demo", ssh_key=SshKeyRef("ssh-ed25519 AAAA x")))
     body = fake_api.calls("POST", "/v2/pods")[0]["json"]
+    assert body["env"] == {"PUBLIC_KEY": "ssh-ed25519 AAAA x"}
     assert body["gpu"] == {"id": "NVIDIA H100 PCIe", "count": 1}
     assert "22/tcp" in body["ports"] and body["startSsh"] is True and body["disk"] == 80
     assert body["name"] == "gpubench-demo" and "interruptible" not in body
@@ -67,9 +68,11 @@ def test_list_envelope_and_terminate(fake_api, rp):
 def test_ssh_keys_read_add_write(fake_api, rp):
     fake_api.route("GET", "/v2/account/ssh-keys", (200, "runpod/ssh_keys.json"))
     fake_api.route("PUT", "/v2/account/ssh-keys", (200, {"keys": []}))
-    rp.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther again", "gpubench")
+    ref = rp.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther again", "gpubench")
+    assert ref == SshKeyRef("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther again")
     assert not fake_api.calls("PUT", "/v2/account/ssh-keys")
-    rp.ensure_ssh_key("ssh-ed25519 AAAAMine gpubench", "gpubench")
+    assert rp.ensure_ssh_key("ssh-ed25519 AAAAMine gpubench", "gpubench").public_key == \
+        "ssh-ed25519 AAAAMine gpubench"
     put = fake_api.calls("PUT", "/v2/account/ssh-keys")[0]["json"]
     assert put == {"keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther me@laptop",
                             "ssh-ed25519 AAAAMine gpubench"]}

@@ -3,7 +3,8 @@
 import pytest
 
 from gpubench.providers import vast
-from gpubench.providers.common import AuthError, CapacityError, InstanceState, LaunchSpec, NotFoundError
+from gpubench.providers.common import (AuthError, CapacityError, InstanceState, LaunchSpec, NotFoundError,
+                                       SshKeyRef)
 
 
 @pytest.fixture
@@ -87,8 +88,10 @@ def test_poll_trap_statuses(status, state):
 def test_ssh_key_added_once(fake_api, v):
     fake_api.route("GET", "/api/v0/ssh/", (200, "vast/ssh_keys.json"))
     fake_api.route("POST", "/api/v0/ssh/", (200, "vast/ssh_key_created.json"))
-    assert v.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther x", "gpubench") == "11"
-    assert v.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine gpubench", "gpubench") == "12"
+    assert v.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther x", "gpubench") == \
+        SshKeyRef("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther x", key_id="11")
+    assert not fake_api.calls("POST", "/api/v0/ssh/")
+    assert v.ensure_ssh_key("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine gpubench", "gpubench").key_id == "12"
     assert fake_api.calls("POST", "/api/v0/ssh/")[0]["json"] == {
         "ssh_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine gpubench"}
 
