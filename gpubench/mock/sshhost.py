@@ -86,6 +86,10 @@ class InstanceHost:
     def instance_dir(self, inst: MockInstance) -> Path:
         return self.root / "instances" / f"{inst.provider}-{inst.id}"
 
+    def process_tag(self, provider: str, iid: str) -> str:
+        """What marks the processes of one instance of this mock (and of no other mock)."""
+        return f"{self.store.mock_id}-{provider}-{iid}"
+
     def home(self, inst: MockInstance) -> Path:
         return self.instance_dir(inst) / "home"
 
@@ -100,7 +104,7 @@ class InstanceHost:
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"mock-{inst.id}",
                             "-f", str(hostkey)], check=True, stdin=subprocess.DEVNULL, timeout=30)
         (sshd_dir / "authorized_keys").write_text("".join(k.strip() + "\n" for k in inst.authorized_keys))
-        tag = f"{inst.provider}-{inst.id}"
+        tag = self.process_tag(inst.provider, inst.id)
         session = sshd_dir / "session.sh"
         session.write_text(f"""#!/bin/sh
 # ForceCommand of a mock {inst.provider} instance: its own HOME, the mock's Python first on PATH.
@@ -192,10 +196,10 @@ LogLevel ERROR
         if proc is not None:
             self._kill(proc)
         self.store.set_pid(inst.provider, inst.id, None)
-        self._kill_tagged({f"{inst.provider}-{inst.id}"})
+        self._kill_tagged({self.process_tag(inst.provider, inst.id)})
 
     def stop_all(self) -> None:
-        tags = {f"{p}-{i}" for (p, i) in self._procs}
+        tags = {self.process_tag(p, i) for (p, i) in self._procs}
         for (provider, iid), proc in list(self._procs.items()):
             self._kill(proc)
             self.store.set_pid(provider, iid, None)

@@ -8,6 +8,7 @@ the HTTP server answers requests on many threads.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import threading
 import time
@@ -88,6 +89,20 @@ class Store:
         with self._lock:
             self._db.close()
 
+    @property
+    def mock_id(self) -> str:
+        """This mock's identity, made once per state file: it tags every process an
+        instance starts and seeds Vast.ai's instance numbers, so that two mocks on one
+        machine (tests side by side, a demo beside a test run) never stop or confuse
+        each other's instances. A mock restarted on the same state keeps it."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key='mock_id'").fetchone()
+            if row:
+                return row[0]
+            value = secrets.token_hex(4)
+            self._db.execute("INSERT INTO meta VALUES ('mock_id', ?)", (value,))
+            return value
+
     # instances
     def put(self, inst: MockInstance) -> None:
         """Insert or replace: for a new instance only (see update)."""
@@ -157,6 +172,7 @@ class Store:
 
     # counters (Vast ids are integers that grow)
     def next_counter(self, name: str, start: int) -> int:
+        """The next value of counter `name`; its first value is `start`."""
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key=?", (name,)).fetchone()
             value = int(row[0]) + 1 if row else start

@@ -27,6 +27,16 @@ _INSTANCE = re.compile(r"^/api/v0/instances/(\d+)$")
 _SSH_KEY = re.compile(r"^/api/v0/ssh/(\d+)$")
 _INSTANCE_KEYS = re.compile(r"^/api/v0/instances/(\d+)/ssh$")
 _INSTANCE_KEY = re.compile(r"^/api/v0/instances/(\d+)/ssh/(\d+)$")
+# Vast.ai instance ids are 8-digit integers. Each mock starts at its own point in that
+# range (from its mock_id), so two mocks side by side hand out different ids.
+FIRST_INSTANCE_ID = 24_100_000
+INSTANCE_ID_SPREAD = 800_000
+
+
+def first_instance_id(mock_id: str) -> int:
+    return FIRST_INSTANCE_ID + int(mock_id, 16) % INSTANCE_ID_SPREAD
+
+
 _SPECIAL = {"order", "type", "limit", "allocated_storage", "disable_bundling"}
 
 
@@ -225,7 +235,7 @@ def _create(ask_id: int, req: Request, engine) -> Response:
     with engine.lock:
         if engine.available(PROVIDER, str(offer.id), offer.capacity) < 1:
             return gone
-        iid = engine.store.next_counter("vast_instance_id", 24_100_000)
+        iid = engine.store.next_counter("vast_instance_id", first_instance_id(engine.store.mock_id))
         dph = price if price is not None else offer.dph
         inst = engine.launch(
             PROVIDER, iid=str(iid), name=body.get("label") or "", offer_key=str(offer.id), units=1,
