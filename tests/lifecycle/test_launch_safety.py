@@ -9,9 +9,9 @@ import time
 import pytest
 
 from gpubench import bench as bench_mod
-from gpubench.lifecycle import fleet
+from gpubench.lifecycle import terminate
 from gpubench.errors import GpubenchError
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.lifecycle.ledger import STALE_REQUEST_S, Ledger
 from gpubench.providers import lambda_cloud, runpod, vast
 from gpubench.providers.common import (AuthError, Instance, InstanceState, InvalidRequestError,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
@@ -147,7 +147,7 @@ def test_down_waits_for_a_just_launched_instance_to_be_listed():
     cloud = Cloud(unlisted_polls=3)
     cloud.add("t")
     with Ledger() as ledger:
-        result = fleet.down_entry(ledger, _requested_row(ledger), cloud, deadline_s=5, find_s=5)
+        result = terminate.take_down_entry(ledger, _requested_row(ledger), cloud, deadline_s=5, find_s=5)
         row = ledger.find("t")
     assert result.gone and cloud.list_calls >= 4 and cloud.instances == {}
     assert row.status == "terminated" and row.instance_id == "i1"
@@ -156,7 +156,7 @@ def test_down_waits_for_a_just_launched_instance_to_be_listed():
 def test_down_of_a_fresh_row_never_listed_stays_requested():
     cloud = Cloud()
     with Ledger() as ledger:
-        result = fleet.down_entry(ledger, _requested_row(ledger), cloud, deadline_s=5, find_s=0.2)
+        result = terminate.take_down_entry(ledger, _requested_row(ledger), cloud, deadline_s=5, find_s=0.2)
         row = ledger.find("t")
     assert not result.gone and "does not list" in result.message
     assert row.status == "requested" and cloud.list_calls >= 2
@@ -165,8 +165,8 @@ def test_down_of_a_fresh_row_never_listed_stays_requested():
 def test_down_of_a_stale_row_never_listed_is_done_at_once():
     cloud = Cloud()
     with Ledger() as ledger:
-        row = _requested_row(ledger, age_s=fleet.STALE_REQUEST_S + 5)
-        result = fleet.down_entry(ledger, row, cloud, deadline_s=5, find_s=30)
+        row = _requested_row(ledger, age_s=STALE_REQUEST_S + 5)
+        result = terminate.take_down_entry(ledger, row, cloud, deadline_s=5, find_s=30)
         assert ledger.find("t").status == "terminated"
     assert result.gone and cloud.list_calls == 1
 
@@ -178,7 +178,7 @@ def test_terminate_5xx_is_sent_again_until_it_takes():
                                     TransportError("mem", "DELETE", "no answer")])
     cloud.add("t")
     said = []
-    gone, why = fleet.terminate_confirmed(cloud, "i1", deadline_s=5, say=said.append, poll_s=0.01)
+    gone, why = terminate.terminate_confirmed(cloud, "i1", deadline_s=5, say=said.append, poll_s=0.01)
     assert gone and cloud.terminate_calls == 3
     assert "failed" in said[0] and "sending terminate again" in said[0]
 
@@ -186,7 +186,7 @@ def test_terminate_5xx_is_sent_again_until_it_takes():
 def test_terminate_that_always_fails_is_reported_not_raised():
     cloud = Cloud(terminate_errors=[TransportError("mem", "DELETE", "no answer")] * 1000)
     cloud.add("t")
-    gone, why = fleet.terminate_confirmed(cloud, "i1", deadline_s=0.3, poll_s=0.01)
+    gone, why = terminate.terminate_confirmed(cloud, "i1", deadline_s=0.3, poll_s=0.01)
     assert not gone and "failed" in why and "no answer" in why
 
 
@@ -194,7 +194,7 @@ def test_terminate_auth_error_is_raised():
     cloud = Cloud(terminate_errors=[AuthError("mem", "DELETE", "revoked", status=401)])
     cloud.add("t")
     with pytest.raises(AuthError):
-        fleet.terminate_confirmed(cloud, "i1", deadline_s=1, poll_s=0.01)
+        terminate.terminate_confirmed(cloud, "i1", deadline_s=1, poll_s=0.01)
 
 
 def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, monkeypatch):
@@ -227,7 +227,7 @@ def test_down_when_the_list_fails_says_so_and_keeps_the_row():
 
     cloud = NoList()
     with Ledger() as ledger:
-        row = _requested_row(ledger, age_s=fleet.STALE_REQUEST_S + 5)   # even when old
-        result = fleet.down_entry(ledger, row, cloud, deadline_s=5, find_s=0.2)
+        row = _requested_row(ledger, age_s=STALE_REQUEST_S + 5)   # even when old
+        result = terminate.take_down_entry(ledger, row, cloud, deadline_s=5, find_s=0.2)
         assert ledger.find("t").status == "requested"
     assert not result.gone and "cannot list" in result.message and cloud.list_calls >= 2
