@@ -219,7 +219,7 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
                 gone = _discard_instance(provider, ledger, entry, req.deadlines.terminate_s,
                                          f"{e}"[:200])
             except Exception:
-                gone = False      # the row says unconfirmed, with why
+                gone = False      # the row stays live: unconfirmed, with why, once terminate was sent
             if not gone:
                 progress("stopped", f"{inst.instance_id} is not confirmed terminated: run "
                                     f"'gpubench ls', then 'gpubench down {name}'")
