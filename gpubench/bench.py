@@ -58,17 +58,16 @@ class TeardownError(GpubenchError):
 def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
           provider=None) -> BenchResult:
     """Provision, sweep every workload, terminate; the result says what it cost."""
+    from gpubench.lifecycle import provision as lifecycle_provision
     from gpubench.lifecycle.ledger import Ledger
+    from gpubench.lifecycle.provision import DEFAULT_IMAGE, ProvisionRequest, default_name
     from gpubench.providers import registry
-    from gpubench.lifecycle.provision import (DEFAULT_IMAGE, ProvisionRequest, default_name, plan,
-                                    provision)
 
     registry.check(req.provider)
-    prov = provider or registry.get(req.provider)
     name = req.name or default_name(req.provider)
     preq = ProvisionRequest(req.provider, req.gpus, req.gpu_type, req.disk_gb,
-                            req.image or DEFAULT_IMAGE, name=name, max_price=req.max_price).validate()
-    offers = plan(prov, preq)
+                            req.image or DEFAULT_IMAGE, name=name, max_price=req.max_price)
+    prov, offers = lifecycle_provision.connect_and_plan(preq, provider)
     best = offers[0]
     echo(f"renting {best.gpu_count}x {best.gpu_name} on {req.provider} "
          f"({best.instance_type or best.offer_id}) at ${best.price_per_hour:.2f}/h")
@@ -77,8 +76,8 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
     ledger = ledger or Ledger()
     try:
         try:
-            outcome = provision(prov, preq, offers, ledger,
-                                lambda phase, detail: echo(f"{phase}: {detail}"))
+            outcome = lifecycle_provision.provision(prov, preq, offers, ledger,
+                                                    lambda phase, detail: echo(f"{phase}: {detail}"))
             result.instance_id = outcome.entry.instance_id
             echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
                  f"{outcome.entry.instance_id})")
@@ -118,8 +117,8 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
 
 def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: BenchResult) -> None:
     """Terminate the machine named `name`, if the ledger has it, unless --keep."""
-    from gpubench.lifecycle import fleet
-    from gpubench.lifecycle.provision import sync_ssh_config
+    from gpubench.lifecycle.sshconfig import sync_ssh_config
+    from gpubench.lifecycle.terminate import take_down_entry
 
     entry = ledger.find_active(name)
     if entry is None:
@@ -132,7 +131,7 @@ def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: Be
         return
     echo(f"terminating {name} ({req.provider} {entry.instance_id or 'id unknown'})")
     with _ctrl_c_deferred(echo):
-        down = fleet.down_entry(ledger, entry, prov, TERMINATE_DEADLINE_S, echo)
+        down = take_down_entry(ledger, entry, prov, TERMINATE_DEADLINE_S, echo)
         sync_ssh_config(ledger)
     result.cost = down.cost
     result.terminated = down.gone

@@ -1,5 +1,7 @@
-"""One price list across providers: every provider asked at once, answers merged
-and sorted by price. A provider that fails or has no key becomes one warning."""
+"""Choosing among offers: which fit a request, cheapest first (`matching_offers`, used
+by provisioning too), and one price list across providers: every provider asked at
+once, answers merged and sorted by price. A provider that fails or has no key becomes
+one warning."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from gpubench.errors import UsageError
 from gpubench.providers import registry
 from gpubench.providers.common import Offer, ProviderError
+from gpubench.providers.gpus import gpu_matches
 
 
 @dataclass
@@ -29,6 +32,19 @@ class OfferQuery:
         return self
 
 
+def matching_offers(offers: list[Offer], gpus: int | None = None, gpu_type: str | None = None,
+                    max_price: float | None = None, region: str | None = None,
+                    only_available: bool = True) -> list[Offer]:
+    """Offers that fit, cheapest first (ties: the one with more availability)."""
+    fit = [o for o in offers
+           if (not gpus or o.gpu_count == gpus)
+           and gpu_matches(gpu_type, o.gpu_name)
+           and (max_price is None or o.price_per_hour <= max_price)
+           and (not region or region in (o.region or "") or region in o.extra.get("data_centers", []))
+           and (not only_available or o.available is None or o.available > 0)]
+    return sorted(fit, key=lambda o: (o.price_per_hour, -(o.available or 0), o.offer_id))
+
+
 def _one(name: str, q: OfferQuery) -> list[Offer]:
     provider = registry.get(name)
     return provider.offers(gpus=q.gpus, gpu_type=q.gpu_type, interruptible=q.interruptible)
@@ -36,8 +52,6 @@ def _one(name: str, q: OfferQuery) -> list[Offer]:
 
 def gather(q: OfferQuery) -> tuple[list[Offer], list[str]]:
     """(matching offers cheapest first, one warning line per provider that failed)."""
-    from gpubench.lifecycle.provision import matching_offers
-
     names = q.providers or registry.names()
     offers: list[Offer] = []
     warnings: list[str] = []

@@ -82,9 +82,23 @@ class Instance:
 
 
 class ProviderError(GpubenchError):
-    """A provider refused or failed a call. Carries enough to say what happened in one line."""
+    """A provider refused or failed a call. Carries enough to say what happened in one line.
+
+    Class attributes say what the error means for the lifecycle, so that no caller
+    keeps its own list of error classes:
+
+    - `nothing_created`: a launch that ended in this error certainly created nothing
+      (the provider said no), so its ledger row can go. None (a plain ProviderError):
+      the answer's status decides, see `launch_refused`.
+    - `final`: no later call will do better (the account cannot act), so waits and
+      retries stop and the error goes up.
+    - `offer_unavailable`: this offer cannot be had now, but the next one may.
+    """
 
     kind = "provider error"
+    nothing_created: bool | None = None
+    final: bool = False
+    offer_unavailable: bool = False
 
     def __init__(self, provider: str, endpoint: str, message: str, status: int | None = None,
                  code: str | None = None) -> None:
@@ -100,35 +114,59 @@ class ProviderError(GpubenchError):
         status = f" (HTTP {self.status})" if self.status else ""
         return f"{where}: {self.kind}{status}: {self.message}"
 
+    @property
+    def launch_refused(self) -> bool:
+        """A launch that raised this created nothing: the class says so, or, for an
+        error whose class does not say, the provider answered with a 4xx."""
+        if self.nothing_created is not None:
+            return self.nothing_created
+        return self.status is not None and 400 <= self.status < 500
+
 
 class AuthError(ProviderError):
     kind = "authentication failed"
+    nothing_created = True
+    final = True
 
 
 class CapacityError(ProviderError):
     kind = "no capacity"
+    nothing_created = True
+    offer_unavailable = True
 
 
 class RateLimitError(ProviderError):
     kind = "rate limited"
+    nothing_created = True
 
 
 class NotFoundError(ProviderError):
+    """The thing named is not there: at launch the offer, afterwards the instance."""
+
     kind = "not found"
+    nothing_created = True
+    offer_unavailable = True
 
 
 class PaymentError(ProviderError):
     kind = "payment required"
+    nothing_created = True
+    final = True
 
 
 class MissingKeyError(ProviderError):
+    """No API key to call with: refused before anything was sent."""
+
     kind = "no API key"
+    nothing_created = True
+    final = True
 
 
 class InvalidRequestError(ProviderError):
     """The provider rejected the request itself: retrying it unchanged fails again."""
 
     kind = "request rejected"
+    nothing_created = True
 
 
 class TransportError(ProviderError):
@@ -136,6 +174,7 @@ class TransportError(ProviderError):
     effect is unknown, so a launch that ends here must be reconciled by name."""
 
     kind = "no answer"
+    nothing_created = False
 
 
 #: Every instance gpubench creates carries this prefix in its provider-side name, so

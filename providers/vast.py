@@ -139,7 +139,7 @@ class Vast:
             answer = self._call("PUT", f"/api/v0/asks/{offer.offer_id}/", json=body, launch=True)
         except ProviderError as e:
             gone = e.status in (404, 410) or e.code in CAPACITY_ERRORS or "no_such_ask" in e.message
-            if gone and not isinstance(e, (AuthError, TransportError)):
+            if gone and e.launch_refused and not e.final:
                 raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
             raise
         if not isinstance(answer, dict) or not answer.get("new_contract"):

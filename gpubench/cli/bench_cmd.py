@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.render import out
 
 
@@ -48,12 +48,9 @@ def bench(
             raise UsageError("--workdir is for your own scripts; --workload names only suite workloads")
         refs = [ref if ref.in_suite else suite.with_workdir(ref, workdir) for ref in refs]
     store = ResultsStore.for_writing(results)
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UsageError("nothing rented: pass --yes to rent without a terminal to confirm on")
-        if not typer.confirm(f"Rent a {gpus}-GPU machine on {provider} for this bench "
-                             "(terminated at the end unless --keep)?", default=False):
-            raise typer.Exit(1)
+    confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench "
+                    "(terminated at the end unless --keep)?",
+                    "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
                        name, keep, force, timeout, remote_python)

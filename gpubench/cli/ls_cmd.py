@@ -18,16 +18,10 @@ def ls(
     """List gpubench's instances; instances a provider has that the ledger lacks are marked."""
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle.ledger import Ledger
-    from gpubench.providers import registry
 
     check_format(fmt, ("table", "csv", "json", "markdown"))
     with Ledger() as ledger:
-        wanted = {e.provider for e in ledger.entries()}
-        # Providers with ledger rows must be asked (a missing key is worth a warning);
-        # the others only if a key is there, to find orphans.
-        providers = fleet.connect_all(sorted(wanted), err)
-        providers.update(fleet.connect_all([n for n in registry.names() if n not in wanted],
-                                           quiet_missing_key=True))
+        providers = fleet.providers_for_ledger(ledger, err)
         rows = fleet.reconcile(ledger, providers, include_done=show_all, warn=err)
     if not rows and fmt == "table":
         out("no instances")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Optional
 
 import typer
 
+from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.render import err, out
 
 
@@ -28,20 +28,15 @@ def provision(
     ssh_timeout: float = typer.Option(300.0, "--ssh-timeout", help="Seconds for SSH to answer."),
 ) -> None:
     """Rent a machine with GPUS GPUs, wait until SSH answers, and print how to reach it."""
-    from gpubench.errors import UsageError
-    from gpubench.lifecycle.keys import include_hint
     from gpubench.lifecycle.ledger import Ledger
-    from gpubench.providers import registry
-    from gpubench.lifecycle.provision import DEFAULT_IMAGE, Deadlines, ProvisionRequest, plan, provision as run
+    from gpubench.lifecycle.provision import (DEFAULT_IMAGE, Deadlines, ProvisionRequest,
+                                              connect_and_plan, provision as run)
+    from gpubench.lifecycle.sshconfig import include_hint
 
-    registry.check(provider)
-    if boot_timeout <= 0 or ssh_timeout <= 0:
-        raise UsageError("--boot-timeout and --ssh-timeout must be positive")
     req = ProvisionRequest(provider, gpus, gpu_type, disk, image or DEFAULT_IMAGE, region, name,
                            max_price, interruptible, attempts,
-                           Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout)).validate()
-    prov = registry.get(provider)
-    offers = plan(prov, req)
+                           Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout))
+    prov, offers = connect_and_plan(req)
     best = offers[0]
     where = f" in {best.region}" if best.region else ""
     out(f"cheapest match: {best.gpu_count}x {best.gpu_name} on {provider}{where} "
@@ -52,12 +47,9 @@ def provision(
                 f"at ${alt.price_per_hour:.2f}/h")
         out("dry run: nothing rented")
         return
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UsageError("not rented: pass --yes to rent without a terminal to confirm on")
-        if not typer.confirm(f"Rent it for ${best.price_per_hour:.2f}/h?", default=False):
-            err("nothing rented")
-            raise typer.Exit(1)
+    confirm_or_stop(f"Rent it for ${best.price_per_hour:.2f}/h?",
+                    "not rented: pass --yes to rent without a terminal to confirm on",
+                    said_on_no="nothing rented", yes=yes)
     with Ledger() as ledger, _Progress() as progress:
         outcome = run(prov, req, offers, ledger, progress)
     e = outcome.entry

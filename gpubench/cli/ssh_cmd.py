@@ -16,15 +16,10 @@ def ssh(
     """Open an SSH session to NAME through gpubench's ssh_config."""
     from gpubench.errors import GpubenchError
     from gpubench.lifecycle.ledger import Ledger
-    from gpubench.lifecycle.provision import sync_ssh_config
-    from gpubench import paths
+    from gpubench.lifecycle.sshconfig import login_command
 
     with Ledger() as ledger:
-        entry = ledger.find(name)
-        if entry.status not in ("running", "ready") or not entry.ssh_host:
-            raise GpubenchError(f"'{name}' is {entry.status}, not reachable over SSH")
-        sync_ssh_config(ledger)
-    argv = ["ssh", "-F", str(paths.ssh_config_path()), entry.ssh_alias, *(command or [])]
+        argv = login_command(ledger, name, command)
     try:
         code = subprocess.call(argv)
     except OSError as e:

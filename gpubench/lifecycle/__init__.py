@@ -1,3 +1,13 @@
-"""The instance lifecycle: rent (provision), keep track (ledger), list and reconcile
-with the providers (fleet), take down until confirmed, and gpubench's SSH identity
-and ssh_config for the machines it holds (keys)."""
+"""The instance lifecycle, one module per job, imported in this order (no module
+imports one above it):
+
+- status.py     the ledger's statuses and the transitions between them
+- waiting.py    the poll interval and the one way to wait for a deadline
+- ledger.py     every instance ever asked for, in sqlite (written before each launch)
+- keys.py       gpubench's SSH key pair, pinned host keys, the SSH login probe
+- sshconfig.py  <config>/ssh_config written from the ledger; the `gpubench ssh` argv
+- terminate.py  terminate until the provider confirms, and the ledger marks around it
+- provision.py  rent one machine: cheapest fitting offer, launch, wait for SSH
+- fleet.py      the ledger set beside each provider's own list (ls), orphans
+- down.py       what `gpubench down` takes down, and taking it down
+"""

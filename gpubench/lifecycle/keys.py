@@ -1,9 +1,11 @@
 """gpubench's own SSH identity and host trust.
 
 - one ed25519 key pair in <config>/ssh/ (private key 0600), created on first use;
-- host keys pinned on first contact in <config>/known_hosts; a changed key is refused;
-- <config>/ssh_config with one `Host gpubench-NAME` block per live instance, so that
-  `ssh -F <config>/ssh_config gpubench-NAME` (or an Include in ~/.ssh/config) works.
+- host keys pinned on first contact in <config>/known_hosts; a changed key is refused,
+  and forgotten once the instance is confirmed gone;
+- one SSH login (`probe`) that says whether a new instance answers yet.
+
+The ssh_config written from the ledger is in sshconfig.py.
 """
 
 from __future__ import annotations
@@ -119,43 +121,3 @@ def probe(host: str, port: int, user: str, key_path: Path, timeout: float = 10.0
         raise SshNotReady(f"{host}:{port}: {type(e).__name__}: {e}") from None
     finally:
         transport.close()
-
-
-# -- ssh_config --------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SshTarget:
-    alias: str
-    host: str
-    port: int
-    user: str
-    key_path: str
-
-
-def write_ssh_config(targets: list[SshTarget]) -> Path:
-    """Rewrite <config>/ssh_config from scratch: one block per live instance."""
-    path = paths.ssh_config_path()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    known = paths.known_hosts_path()
-    blocks = ["# Written by gpubench; rewritten on every provision and down.\n"
-              f"# Use it from ~/.ssh/config with:  Include {path}\n"]
-    for t in targets:
-        blocks.append(
-            f"Host {t.alias}\n"
-            f"    HostName {t.host}\n"
-            f"    Port {t.port}\n"
-            f"    User {t.user}\n"
-            f"    IdentityFile {t.key_path}\n"
-            f"    IdentitiesOnly yes\n"
-            f"    UserKnownHostsFile {known}\n"
-            f"    StrictHostKeyChecking accept-new\n"
-            f"    ServerAliveInterval 30\n")
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(blocks))
-    os.chmod(tmp, 0o600)
-    tmp.replace(path)
-    return path
-
-
-def include_hint() -> str:
-    return f"Include {paths.ssh_config_path()}"

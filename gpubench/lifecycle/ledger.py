@@ -8,22 +8,25 @@ own timestamp, which is what time-to-ready per provider is computed from.
 terminated_confirmed_at is stamped only once the provider no longer lists the
 instance, never on the terminate call's own answer.
 
-Statuses: requested -> launched -> running -> ready -> terminating -> terminated,
-or "unconfirmed" (terminate answered but the instance is still listed) and "failed"
-(never became usable; terminated afterwards).
+Statuses (gpubench.lifecycle.status): requested -> launched -> running -> ready ->
+terminating -> terminated, or "unconfirmed" (terminate answered but the instance is
+still listed). `mark` and `update` refuse a change of status that the status table
+does not allow.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
+from gpubench.lifecycle.status import ACTIVE, BadTransitionError, LedgerStatus, sources
 
-ACTIVE = ("requested", "launched", "running", "ready", "terminating", "unconfirmed", "failed")
+# A "requested" row older than this with no instance at the provider never launched.
+STALE_REQUEST_S = 600.0
 PHASES = ("requested_at", "created_at", "running_at", "ssh_ready_at",
           "terminate_requested_at", "terminated_confirmed_at")
 
@@ -74,7 +77,7 @@ class LedgerEntry:
     provider: str
     instance_id: str | None
     provider_name: str
-    status: str
+    status: LedgerStatus
     offer_id: str | None = None
     instance_type: str | None = None
     region: str | None = None
@@ -97,7 +100,12 @@ class LedgerEntry:
 
     @property
     def active(self) -> bool:
-        return self.status in ACTIVE
+        return self.status.active
+
+    @property
+    def reachable(self) -> bool:
+        """Live with an SSH address: what ssh_config and `gpubench ssh` may use."""
+        return self.status.reachable and bool(self.ssh_host)
 
     @property
     def ssh_alias(self) -> str:
@@ -117,11 +125,15 @@ class LedgerEntry:
             return None
         return self.price_per_hour * up / 3600.0
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def request_is_stale(self, now: float | None = None) -> bool:
+        """Requested long enough ago that an instance not listed by now never launched."""
+        now = time.time() if now is None else now
+        return bool(self.requested_at) and now - self.requested_at > STALE_REQUEST_S
 
 
 _COLUMNS = [f.name for f in fields(LedgerEntry)]
+_ACTIVE_TEXT = tuple(s.value for s in ACTIVE)
+_ACTIVE_MARKS = ", ".join("?" for _ in ACTIVE)
 
 
 class Ledger:
@@ -155,22 +167,38 @@ class Ledger:
                               f"(see 'gpubench ls'; pick another --name)")
         values = {k: v for k, v in values.items() if k in _COLUMNS}
         values.update(name=name, provider=provider, provider_name=provider_name,
-                      status="requested", requested_at=time.time())
+                      status=LedgerStatus.REQUESTED.value, requested_at=time.time())
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         cur = self._db.execute(f"INSERT INTO instances ({cols}) VALUES ({marks})", list(values.values()))
         return self.get(cur.lastrowid)
 
     def update(self, row_id: int, **values) -> LedgerEntry:
+        """Set columns of one row. A new `status` must be one the row's current status
+        leads to (status.TRANSITIONS), else BadTransitionError and nothing is written."""
         bad = set(values) - set(_COLUMNS)
         if bad:
             raise ValueError(f"unknown ledger columns: {sorted(bad)}")
-        if values:
-            sets = ", ".join(f"{k} = ?" for k in values)
-            self._db.execute(f"UPDATE instances SET {sets} WHERE row_id = ?", [*values.values(), row_id])
-        return self.get(row_id)
+        if not values:
+            return self.get(row_id)
+        where, params = "row_id = ?", [row_id]
+        if "status" in values:
+            new = _status(values["status"])
+            values["status"] = new.value
+            allowed_from = [s.value for s in sources(new)]
+            # Checked in the same statement as the write: another process may move the row too.
+            where += f" AND status IN ({', '.join('?' for _ in allowed_from)})"
+            params += allowed_from
+        sets = ", ".join(f"{k} = ?" for k in values)
+        cur = self._db.execute(f"UPDATE instances SET {sets} WHERE {where}", [*values.values(), *params])
+        entry = self.get(row_id)     # UnknownInstanceError for a row that is not there
+        if cur.rowcount == 0:
+            raise BadTransitionError(f"ledger row {row_id} ({entry.name}) is {entry.status}; "
+                                     f"it cannot become {values['status']}")
+        return entry
 
-    def mark(self, row_id: int, status: str, phase: str | None = None, **values) -> LedgerEntry:
+    def mark(self, row_id: int, status: LedgerStatus | str, phase: str | None = None,
+             **values) -> LedgerEntry:
         """Set the status and stamp `phase` (one of PHASES) with the time now."""
         if phase is not None:
             if phase not in PHASES:
@@ -187,21 +215,21 @@ class Ledger:
         row = self._db.execute("SELECT * FROM instances WHERE row_id = ?", (row_id,)).fetchone()
         if row is None:
             raise UnknownInstanceError(f"no ledger row {row_id}")
-        return LedgerEntry(**dict(row))
+        return self._entry(row)
 
     def entries(self, include_done: bool = False) -> list[LedgerEntry]:
         sql = "SELECT * FROM instances"
         if not include_done:
-            sql += f" WHERE status IN ({', '.join('?' for _ in ACTIVE)})"
-        rows = self._db.execute(sql + " ORDER BY row_id", () if include_done else ACTIVE).fetchall()
-        return [LedgerEntry(**dict(r)) for r in rows]
+            sql += f" WHERE status IN ({_ACTIVE_MARKS})"
+        rows = self._db.execute(sql + " ORDER BY row_id", () if include_done else _ACTIVE_TEXT).fetchall()
+        return [self._entry(r) for r in rows]
 
     def find_active(self, name: str) -> LedgerEntry | None:
         rows = self._db.execute(
             f"SELECT * FROM instances WHERE (name = ? OR provider_name = ?) AND status IN "
-            f"({', '.join('?' for _ in ACTIVE)}) ORDER BY row_id DESC LIMIT 1",
-            (name, name, *ACTIVE)).fetchone()
-        return LedgerEntry(**dict(rows)) if rows else None
+            f"({_ACTIVE_MARKS}) ORDER BY row_id DESC LIMIT 1",
+            (name, name, *_ACTIVE_TEXT)).fetchone()
+        return self._entry(rows) if rows else None
 
     def find(self, name: str) -> LedgerEntry:
         """The live instance called `name` (or "gpubench-name"); else the newest row of
@@ -214,10 +242,27 @@ class Ledger:
             (name, name)).fetchone()
         if row is None:
             raise UnknownInstanceError(f"no instance named '{name}' in the ledger (see 'gpubench ls')")
-        return LedgerEntry(**dict(row))
+        return self._entry(row)
 
     def by_instance(self, provider: str, instance_id: str) -> LedgerEntry | None:
         row = self._db.execute(
             "SELECT * FROM instances WHERE provider = ? AND instance_id = ? ORDER BY row_id DESC LIMIT 1",
             (provider, instance_id)).fetchone()
-        return LedgerEntry(**dict(row)) if row else None
+        return self._entry(row) if row else None
+
+    def _entry(self, row: sqlite3.Row) -> LedgerEntry:
+        values = dict(row)
+        try:
+            values["status"] = LedgerStatus(values["status"])
+        except ValueError:
+            raise LedgerError(f"{self.path}: row {values['row_id']} has an unknown status "
+                              f"'{values['status']}'") from None
+        return LedgerEntry(**values)
+
+
+def _status(value: LedgerStatus | str) -> LedgerStatus:
+    try:
+        return LedgerStatus(value)
+    except ValueError:
+        raise BadTransitionError(f"'{value}' is not a ledger status "
+                                 f"({', '.join(s.value for s in LedgerStatus)})") from None

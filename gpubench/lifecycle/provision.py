@@ -9,7 +9,6 @@ next offer is tried, at most `attempts` launches in all.
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import time
@@ -17,14 +16,16 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gpubench.errors import GpubenchError, UsageError
-from gpubench.lifecycle import keys
-from gpubench.lifecycle.keys import HostKeyChangedError, SshNotReady, SshTarget, ensure_keypair, probe, write_ssh_config
+from gpubench.lifecycle.keys import HostKeyChangedError, SshNotReady, ensure_keypair, probe
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
-from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
-                                       InvalidRequestError, LaunchSpec, MissingKeyError,
-                                       NotFoundError, Offer, PaymentError, Provider, ProviderError,
-                                       RateLimitError, TransportError, provider_name)
-from gpubench.providers.gpus import gpu_matches
+from gpubench.lifecycle.sshconfig import sync_ssh_config
+from gpubench.lifecycle.status import LedgerStatus
+from gpubench.lifecycle.terminate import terminate_and_confirm
+from gpubench.lifecycle.waiting import pause
+from gpubench.offers import matching_offers
+from gpubench.providers import registry
+from gpubench.providers.common import (Instance, InstanceState, LaunchSpec, NotFoundError, Offer,
+                                       Provider, ProviderError, provider_name)
 
 DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
 # Launches refused for capacity cost nothing and do not count as attempts, but the walk
@@ -39,13 +40,6 @@ class NoOfferError(GpubenchError):
 
 class ProvisionError(GpubenchError):
     pass
-
-
-def poll_interval() -> float:
-    try:
-        return max(float(os.environ.get("GPUBENCH_POLL_INTERVAL", "2")), 0.01)
-    except ValueError:
-        return 2.0
 
 
 @dataclass
@@ -70,6 +64,8 @@ class ProvisionRequest:
     deadlines: Deadlines = field(default_factory=Deadlines)
 
     def validate(self) -> "ProvisionRequest":
+        if self.deadlines.running_s <= 0 or self.deadlines.ssh_s <= 0:
+            raise UsageError("--boot-timeout and --ssh-timeout must be positive")
         if self.gpus < 1:
             raise UsageError(f"--gpus must be at least 1 (got {self.gpus})")
         if self.disk_gb < 1:
@@ -89,19 +85,6 @@ def default_name(provider: str) -> str:
 
 
 # -- choosing ----------------------------------------------------------------
-
-def matching_offers(offers: list[Offer], gpus: int | None = None, gpu_type: str | None = None,
-                    max_price: float | None = None, region: str | None = None,
-                    only_available: bool = True) -> list[Offer]:
-    """Offers that fit, cheapest first (ties: the one with more availability)."""
-    fit = [o for o in offers
-           if (not gpus or o.gpu_count == gpus)
-           and gpu_matches(gpu_type, o.gpu_name)
-           and (max_price is None or o.price_per_hour <= max_price)
-           and (not region or region in (o.region or "") or region in o.extra.get("data_centers", []))
-           and (not only_available or o.available is None or o.available > 0)]
-    return sorted(fit, key=lambda o: (o.price_per_hour, -(o.available or 0), o.offer_id))
-
 
 def why_none(offers: list[Offer], req: ProvisionRequest) -> str:
     """One line saying which filter left nothing."""
@@ -136,6 +119,17 @@ def plan(provider: Provider, req: ProvisionRequest) -> list[Offer]:
     if not chosen:
         raise NoOfferError(why_none(offers, req))
     return chosen
+
+
+def connect_and_plan(req: ProvisionRequest, provider: Provider | None = None
+                     ) -> tuple[Provider, list[Offer]]:
+    """Check the request, connect to its provider (unless one is given) and list the
+    offers to try, cheapest first. Raises NoOfferError when none fits."""
+    if provider is None:
+        registry.check(req.provider)
+    req.validate()
+    provider = provider or registry.get(req.provider)
+    return provider, plan(provider, req)
 
 
 # -- launching and waiting ---------------------------------------------------
@@ -179,27 +173,26 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
                            f"({offer.instance_type or offer.offer_id}{', ' + offer.region if offer.region else ''})")
         try:
             inst = provider.launch(offer, spec)
-        except (CapacityError, NotFoundError) as e:
-            ledger.discard(entry.row_id)          # refused: nothing was created
+        except ProviderError as e:
+            if not e.launch_refused:
+                # A lost or garbled answer, a 5xx: the launch may have happened. Keep the row;
+                # 'ls' resolves it by name.
+                ledger.update(entry.row_id, note=f"launch answer unclear: {e.message}")
+                raise ProvisionError(f"{e} -- the launch may have happened; run 'gpubench ls' to "
+                                     f"check and 'gpubench down {name}' to remove it") from None
+            ledger.discard(entry.row_id)          # a definite no: nothing was created
+            if not e.offer_unavailable:
+                raise
             failures.append(f"{offer.offer_id}: {e.message}")
             progress("skip", f"no capacity: {e.message}")
             continue
-        except ProviderError as e:
-            if _refused(e):
-                ledger.discard(entry.row_id)      # a definite no: nothing was created
-                raise
-            # A lost or garbled answer, a 5xx: the launch may have happened. Keep the row;
-            # 'ls' resolves it by name.
-            ledger.mark(entry.row_id, "requested", note=f"launch answer unclear: {e.message}")
-            raise ProvisionError(f"{e} -- the launch may have happened; run 'gpubench ls' to check "
-                                 f"and 'gpubench down {name}' to remove it") from None
         launches += 1
-        entry = ledger.mark(entry.row_id, "launched", "created_at", instance_id=inst.instance_id,
+        entry = ledger.mark(entry.row_id, LedgerStatus.LAUNCHED, "created_at", instance_id=inst.instance_id,
                             price_per_hour=inst.price_per_hour or offer.price_per_hour)
         progress("created", f"{req.provider} instance {inst.instance_id}")
         try:
             ready = _wait_running(provider, inst.instance_id, req.deadlines.running_s, progress)
-            entry = ledger.mark(entry.row_id, "running", "running_at", ssh_host=ready.ssh_host,
+            entry = ledger.mark(entry.row_id, LedgerStatus.RUNNING, "running_at", ssh_host=ready.ssh_host,
                                 ssh_port=ready.ssh_port, ssh_user=ready.ssh_user)
             progress("running", f"{ready.ssh_user}@{ready.ssh_host}:{ready.ssh_port}")
             _wait_ssh(ready, keypair.private, req.deadlines.ssh_s, progress)
@@ -210,8 +203,8 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
         except _NotReady as e:
             failures.append(f"{inst.instance_id}: {e}")
             progress("replace", f"{e}; terminating {inst.instance_id}")
-            ledger.update(entry.row_id, note=str(e))
-            if not _discard_instance(provider, ledger, entry, req.deadlines.terminate_s, progress):
+            entry = ledger.update(entry.row_id, note=str(e))
+            if not _discard_instance(provider, ledger, entry, req.deadlines.terminate_s, str(e)):
                 # Renting more while one may still bill would be worse than stopping here.
                 raise ProvisionError(f"{inst.instance_id} never became ready ({e}) and its terminate "
                                      f"is not confirmed: run 'gpubench ls', then 'gpubench down {name}'")
@@ -221,15 +214,15 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
             # until terminated, so terminate it before the error goes up.
             progress("stopped", f"{e}; terminating {inst.instance_id}")
             try:
-                gone = _discard_instance(provider, ledger, entry, req.deadlines.terminate_s, progress)
-            except Exception as t:
-                gone = False
-                ledger.mark(entry.row_id, "unconfirmed", note=f"terminate failed: {t}"[:200])
+                gone = _discard_instance(provider, ledger, entry, req.deadlines.terminate_s,
+                                         f"{e}"[:200])
+            except Exception:
+                gone = False      # the row stays live: unconfirmed, with why, once terminate was sent
             if not gone:
                 progress("stopped", f"{inst.instance_id} is not confirmed terminated: run "
                                     f"'gpubench ls', then 'gpubench down {name}'")
             raise
-        entry = ledger.mark(entry.row_id, "ready", "ssh_ready_at")
+        entry = ledger.mark(entry.row_id, LedgerStatus.READY, "ssh_ready_at")
         sync_ssh_config(ledger)
         progress("ready", f"ssh {entry.ssh_alias}")
         return Outcome(entry, offer, failures, time.monotonic() - started)
@@ -242,16 +235,6 @@ class _NotReady(Exception):
     pass
 
 
-def _refused(e: ProviderError) -> bool:
-    """A launch error that says for sure nothing was created: a 4xx answer (capacity,
-    auth, payment, invalid request, not found, rate limit) or a refusal before sending."""
-    if isinstance(e, TransportError):
-        return False
-    if isinstance(e, (AuthError, PaymentError, InvalidRequestError, RateLimitError, MissingKeyError)):
-        return True
-    return e.status is not None and 400 <= e.status < 500
-
-
 def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progress: Progress) -> Instance:
     deadline = time.monotonic() + deadline_s
     last = ""
@@ -260,9 +243,9 @@ def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progr
             inst = provider.get(instance_id)
         except NotFoundError:
             raise _NotReady("the provider lost the instance while it booted") from None
-        except (TransportError, ProviderError) as e:
-            if isinstance(e, AuthError):
-                raise
+        except ProviderError as e:
+            if e.final:
+                raise     # no later poll will do better
             inst = None
             last = str(e)
         if inst is not None:
@@ -276,7 +259,7 @@ def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progr
                 progress("booting", f"status {inst.raw_status or inst.status.value}")
         if time.monotonic() >= deadline:
             raise _NotReady(f"not running after {deadline_s:g} s (last status: {last or 'unknown'})")
-        time.sleep(min(poll_interval(), max(deadline - time.monotonic(), 0.01)))
+        pause(deadline)
 
 
 def _wait_ssh(inst: Instance, key_path, deadline_s: float, progress: Progress) -> None:
@@ -295,26 +278,10 @@ def _wait_ssh(inst: Instance, key_path, deadline_s: float, progress: Progress) -
                 progress("ssh", f"waiting: {e}")
         if time.monotonic() >= deadline:
             raise _NotReady(f"SSH not answering after {deadline_s:g} s ({last})")
-        time.sleep(min(poll_interval(), max(deadline - time.monotonic(), 0.01)))
+        pause(deadline)
 
 
 def _discard_instance(provider: Provider, ledger: Ledger, entry: LedgerEntry, deadline_s: float,
-                      progress: Progress) -> bool:
-    from gpubench.lifecycle.fleet import terminate_confirmed
-
-    ledger.mark(entry.row_id, "terminating", "terminate_requested_at")
-    gone, why = terminate_confirmed(provider, entry.instance_id, deadline_s)
-    if gone:
-        ledger.mark(entry.row_id, "terminated", "terminated_confirmed_at")
-        keys.forget_host(entry.ssh_host, entry.ssh_port)
-    else:
-        ledger.mark(entry.row_id, "unconfirmed", note=why)
-    return gone
-
-
-def sync_ssh_config(ledger: Ledger) -> None:
-    """Rewrite ssh_config from the ledger's live, reachable instances."""
-    targets = [SshTarget(e.ssh_alias, e.ssh_host, e.ssh_port or 22, e.ssh_user or "root",
-                         e.key_path or "")
-               for e in ledger.entries() if e.ssh_host and e.status in ("running", "ready")]
-    write_ssh_config(targets)
+                      why: str) -> bool:
+    """Terminate an instance that will not be used; True once the provider confirms it gone."""
+    return terminate_and_confirm(ledger, entry, provider, deadline_s, note=why).gone

@@ -63,13 +63,6 @@ def test_host_key_pinned_on_first_contact_and_change_refused(isolated):
     keys.pin_host_key("127.0.0.1", 2222, k2)
 
 
-def test_ssh_config_blocks(isolated):
-    path = keys.write_ssh_config([keys.SshTarget("gpubench-x", "10.0.0.1", 2200, "root", "/k")])
-    text = path.read_text()
-    assert "Host gpubench-x\n" in text and "Port 2200" in text and "IdentityFile /k" in text
-    assert f"Include {path}" in text
-
-
 def _key(tmp, name):
     import subprocess
 

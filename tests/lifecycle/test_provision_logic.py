@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpubench.lifecycle import fleet
+from gpubench.lifecycle import terminate
 from gpubench.providers.common import Instance, InstanceState, NotFoundError, Offer
-from gpubench.lifecycle.provision import NoOfferError, ProvisionRequest, matching_offers, plan
+from gpubench.lifecycle.provision import NoOfferError, ProvisionRequest, plan
+from gpubench.offers import matching_offers
 
 OFFERS = [Offer("p", "a", "H100 SXM", 8, 24.0, available=1), Offer("p", "b", "H100 PCIe", 1, 2.5, available=1),
           Offer("p", "c", "RTX 4090", 1, 0.4, available=0), Offer("p", "d", "RTX 4090", 1, 0.5, available=2),
@@ -69,11 +70,11 @@ class Liar:
 def test_terminate_resent_until_gone():
     liar = Liar(lies=1)
     said = []
-    gone, why = fleet.terminate_confirmed(liar, "i1", deadline_s=5, say=said.append, poll_s=0.01)
+    gone, why = terminate.terminate_confirmed(liar, "i1", deadline_s=5, say=said.append, poll_s=0.01)
     assert gone and liar.calls == 2 and "still running" in said[0]
 
 
 def test_terminate_that_never_takes_is_reported_not_done():
     liar = Liar(lies=99)
-    gone, why = fleet.terminate_confirmed(liar, "i1", deadline_s=0.3, poll_s=0.01)
-    assert not gone and "still running" in why and liar.calls == fleet.MAX_TERMINATE_CALLS
+    gone, why = terminate.terminate_confirmed(liar, "i1", deadline_s=0.3, poll_s=0.01)
+    assert not gone and "still running" in why and liar.calls == terminate.MAX_TERMINATE_CALLS

@@ -9,67 +9,14 @@ import time
 import pytest
 
 from gpubench import bench as bench_mod
-from gpubench.lifecycle import fleet
+from gpubench.lifecycle import terminate
 from gpubench.errors import GpubenchError
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.lifecycle.ledger import STALE_REQUEST_S, Ledger
 from gpubench.providers import lambda_cloud, runpod, vast
-from gpubench.providers.common import (AuthError, Instance, InstanceState, InvalidRequestError,
-                                       LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       SshKeyRef, TransportError, provider_name)
 from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
-
-
-class Cloud:
-    """In memory. `launch_error` / `get_error` (once) / `terminate_errors` script failures;
-    an instance is listed only after `unlisted_polls` calls to list()."""
-
-    name = "mem"
-
-    def __init__(self, launch_error=None, get_error=None, terminate_errors=(), unlisted_polls=0):
-        self.launch_error = launch_error
-        self.get_error = get_error
-        self.terminate_errors = list(terminate_errors)
-        self.unlisted_polls = unlisted_polls
-        self.instances: dict[str, Instance] = {}
-        self.terminate_calls = 0
-        self.list_calls = 0
-
-    def offers(self, gpus=None, gpu_type=None, interruptible=False):
-        return [Offer("mem", "o1", "H100", 1, 2.0, available=1)]
-
-    def ensure_ssh_key(self, public_key, name):
-        return "k"
-
-    def add(self, name: str) -> Instance:
-        inst = Instance("mem", f"i{len(self.instances) + 1}", provider_name(name), InstanceState.PENDING,
-                        raw_status="pending")
-        self.instances[inst.instance_id] = inst
-        return inst
-
-    def launch(self, offer, spec):
-        if self.launch_error is not None:
-            raise self.launch_error
-        return self.add(spec.name)
-
-    def get(self, iid):
-        if self.get_error is not None:
-            error, self.get_error = self.get_error, None   # once
-            raise error
-        if iid not in self.instances:
-            raise NotFoundError("mem", f"GET /i/{iid}", "gone")
-        return self.instances[iid]
-
-    def list(self):
-        self.list_calls += 1
-        return [] if self.list_calls <= self.unlisted_polls else list(self.instances.values())
-
-    def terminate(self, iid):
-        self.terminate_calls += 1
-        if self.terminate_errors:
-            error = self.terminate_errors.pop(0)
-            if error is not None:
-                raise error
-        self.instances.pop(iid, None)
+from gpubench.providers.common import (AuthError, InvalidRequestError, LaunchSpec, Offer,
+                                       ProviderError, SshKeyRef, TransportError, provider_name)
+from tests.lifecycle.helpers import Cloud
 
 
 def _provision(cloud: Cloud, ledger: Ledger, **kw):
@@ -148,7 +95,7 @@ def test_down_waits_for_a_just_launched_instance_to_be_listed():
     cloud = Cloud(unlisted_polls=3)
     cloud.add("t")
     with Ledger() as ledger:
-        result = fleet.down_entry(ledger, _requested_row(ledger), cloud, deadline_s=5, find_s=5)
+        result = terminate.take_down_entry(ledger, _requested_row(ledger), cloud, deadline_s=5, find_s=5)
         row = ledger.find("t")
     assert result.gone and cloud.list_calls >= 4 and cloud.instances == {}
     assert row.status == "terminated" and row.instance_id == "i1"
@@ -157,7 +104,7 @@ def test_down_waits_for_a_just_launched_instance_to_be_listed():
 def test_down_of_a_fresh_row_never_listed_stays_requested():
     cloud = Cloud()
     with Ledger() as ledger:
-        result = fleet.down_entry(ledger, _requested_row(ledger), cloud, deadline_s=5, find_s=0.2)
+        result = terminate.take_down_entry(ledger, _requested_row(ledger), cloud, deadline_s=5, find_s=0.2)
         row = ledger.find("t")
     assert not result.gone and "does not list" in result.message
     assert row.status == "requested" and cloud.list_calls >= 2
@@ -166,8 +113,8 @@ def test_down_of_a_fresh_row_never_listed_stays_requested():
 def test_down_of_a_stale_row_never_listed_is_done_at_once():
     cloud = Cloud()
     with Ledger() as ledger:
-        row = _requested_row(ledger, age_s=fleet.STALE_REQUEST_S + 5)
-        result = fleet.down_entry(ledger, row, cloud, deadline_s=5, find_s=30)
+        row = _requested_row(ledger, age_s=STALE_REQUEST_S + 5)
+        result = terminate.take_down_entry(ledger, row, cloud, deadline_s=5, find_s=30)
         assert ledger.find("t").status == "terminated"
     assert result.gone and cloud.list_calls == 1
 
@@ -179,7 +126,7 @@ def test_terminate_5xx_is_sent_again_until_it_takes():
                                     TransportError("mem", "DELETE", "no answer")])
     cloud.add("t")
     said = []
-    gone, why = fleet.terminate_confirmed(cloud, "i1", deadline_s=5, say=said.append, poll_s=0.01)
+    gone, why = terminate.terminate_confirmed(cloud, "i1", deadline_s=5, say=said.append, poll_s=0.01)
     assert gone and cloud.terminate_calls == 3
     assert "failed" in said[0] and "sending terminate again" in said[0]
 
@@ -187,7 +134,7 @@ def test_terminate_5xx_is_sent_again_until_it_takes():
 def test_terminate_that_always_fails_is_reported_not_raised():
     cloud = Cloud(terminate_errors=[TransportError("mem", "DELETE", "no answer")] * 1000)
     cloud.add("t")
-    gone, why = fleet.terminate_confirmed(cloud, "i1", deadline_s=0.3, poll_s=0.01)
+    gone, why = terminate.terminate_confirmed(cloud, "i1", deadline_s=0.3, poll_s=0.01)
     assert not gone and "failed" in why and "no answer" in why
 
 
@@ -195,7 +142,7 @@ def test_terminate_auth_error_is_raised():
     cloud = Cloud(terminate_errors=[AuthError("mem", "DELETE", "revoked", status=401)])
     cloud.add("t")
     with pytest.raises(AuthError):
-        fleet.terminate_confirmed(cloud, "i1", deadline_s=1, poll_s=0.01)
+        terminate.terminate_confirmed(cloud, "i1", deadline_s=1, poll_s=0.01)
 
 
 def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, monkeypatch):
@@ -228,7 +175,7 @@ def test_down_when_the_list_fails_says_so_and_keeps_the_row():
 
     cloud = NoList()
     with Ledger() as ledger:
-        row = _requested_row(ledger, age_s=fleet.STALE_REQUEST_S + 5)   # even when old
-        result = fleet.down_entry(ledger, row, cloud, deadline_s=5, find_s=0.2)
+        row = _requested_row(ledger, age_s=STALE_REQUEST_S + 5)   # even when old
+        result = terminate.take_down_entry(ledger, row, cloud, deadline_s=5, find_s=0.2)
         assert ledger.find("t").status == "requested"
     assert not result.gone and "cannot list" in result.message and cloud.list_calls >= 2

@@ -1,0 +1,25 @@
+"""Asking before spending money or terminating machines, the same way everywhere."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from gpubench.cli.render import err
+from gpubench.errors import UsageError
+
+
+def confirm_or_stop(question: str, refusal_without_tty: str, said_on_no: str | None = None,
+                    yes: bool = False) -> None:
+    """Return when the user agrees (or `yes`, from --yes). With no terminal to ask on,
+    a UsageError saying `refusal_without_tty` (which tells the user to pass --yes);
+    on "no", `said_on_no` on stderr (if given) and exit 1."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(refusal_without_tty)
+    if not typer.confirm(question, default=False):
+        if said_on_no:
+            err(said_on_no)
+        raise typer.Exit(1)

@@ -1,0 +1,122 @@
+"""`gpubench down` as two calls: `plan_down` picks what to take down (one name, the
+whole ledger, or the orphans the providers list) and connects the providers it
+needs; `take_down` takes each down until confirmed, then rewrites ssh_config.
+Asking the user in between is the caller's business."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gpubench.errors import UsageError
+from gpubench.lifecycle import fleet
+from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.lifecycle.sshconfig import sync_ssh_config
+from gpubench.lifecycle.terminate import DownResult, take_down_entry, take_down_instance
+from gpubench.providers import registry
+from gpubench.providers.common import Instance, Provider
+
+Say = Callable[[str], None]
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+@dataclass
+class DownRequest:
+    name: str | None = None      # one instance by name
+    everything: bool = False     # every live row of the ledger
+    orphans: bool = False        # gpubench-* instances the ledger lacks
+    deadline_s: float = 180.0    # per instance, to be confirmed gone
+
+    def validate(self) -> "DownRequest":
+        if sum(bool(x) for x in (self.name, self.everything, self.orphans)) != 1:
+            raise UsageError("give exactly one of NAME, --all or --orphans")
+        if self.deadline_s <= 0:
+            raise UsageError("--timeout must be positive")
+        return self
+
+
+@dataclass
+class DownTarget:
+    """One instance to take down: a ledger row, or an orphan the provider listed."""
+
+    name: str
+    provider: str
+    instance_id: str | None
+    entry: LedgerEntry | None = None
+    instance: Instance | None = None
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.provider} {self.instance_id or 'id unknown'})"
+
+
+@dataclass
+class DownPlan:
+    request: DownRequest
+    targets: list[DownTarget]
+    providers: dict[str, Provider]
+    note: str = ""               # why there is nothing to do, when targets is empty
+
+    def describe(self) -> str:
+        return ", ".join(t.describe() for t in self.targets)
+
+
+@dataclass
+class DownReport:
+    results: list[DownResult] = field(default_factory=list)
+
+    @property
+    def reached(self) -> list[DownResult]:
+        """The instances whose provider was asked."""
+        return [r for r in self.results if r.reached]
+
+    @property
+    def total_cost(self) -> float:
+        return sum(r.cost or 0.0 for r in self.reached)
+
+    @property
+    def all_gone(self) -> bool:
+        return all(r.gone and r.reached for r in self.results)
+
+
+def plan_down(ledger: Ledger, request: DownRequest, warn: Say = _silent) -> DownPlan:
+    """What `request` names, with the providers to ask connected. An unknown name is an
+    UnknownInstanceError; a name already terminated is a plan with nothing to do."""
+    request.validate()
+    if request.orphans:
+        providers = fleet.connect_all(registry.names(), quiet_missing_key=True)
+        rows = [r for r in fleet.reconcile(ledger, providers, warn=warn) if r.entry is None]
+        targets = [DownTarget(r.name, r.provider, r.instance_id, instance=r.instance) for r in rows]
+        return DownPlan(request, targets, providers, "nothing to take down")
+    if request.name:
+        entry = ledger.find(request.name)
+        if not entry.active:
+            return DownPlan(request, [], {}, f"{request.name} is already {entry.status}")
+        entries = [entry]
+    else:
+        entries = ledger.entries()
+    providers = fleet.connect_all(sorted({e.provider for e in entries}), warn)
+    targets = [DownTarget(e.name, e.provider, e.instance_id, entry=e) for e in entries]
+    return DownPlan(request, targets, providers, "nothing to take down")
+
+
+def take_down(ledger: Ledger, plan: DownPlan, say: Say = _silent,
+              on_result: Callable[[DownResult], None] = lambda result: None) -> DownReport:
+    """Take each target down in turn (`on_result` hears of each as it ends), then
+    rewrite ssh_config. A target whose provider is not connected is reported, not tried."""
+    report = DownReport()
+    for target in plan.targets:
+        provider = plan.providers.get(target.provider)
+        if provider is None:
+            result = DownResult(target.name, target.provider, target.instance_id, False, None,
+                                f"cannot reach {target.provider} (no API key)", reached=False)
+        elif target.entry is None:
+            result = take_down_instance(target.instance, provider, plan.request.deadline_s, say)
+        else:
+            result = take_down_entry(ledger, target.entry, provider, plan.request.deadline_s, say)
+        report.results.append(result)
+        on_result(result)
+    sync_ssh_config(ledger)
+    return report

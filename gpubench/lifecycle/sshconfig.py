@@ -1,0 +1,75 @@
+"""<config>/ssh_config: one `Host gpubench-NAME` block per live instance in the ledger,
+so that `ssh -F <config>/ssh_config gpubench-NAME` (or an Include in ~/.ssh/config)
+works. Rewritten whole from the ledger after every provision and down, and before
+`gpubench ssh`, so it never names a machine that is gone."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpubench import paths
+from gpubench.errors import GpubenchError
+from gpubench.lifecycle.ledger import Ledger
+
+
+class NotReachableError(GpubenchError):
+    """The instance has no SSH address to log in to (not booted, or gone)."""
+
+
+@dataclass(frozen=True)
+class HostBlock:
+    """One `Host` block of ssh_config."""
+
+    alias: str
+    host: str
+    port: int
+    user: str
+    key_path: str
+
+
+def write_ssh_config(blocks: list[HostBlock]) -> Path:
+    """Rewrite <config>/ssh_config from scratch: one block per live instance."""
+    path = paths.ssh_config_path()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    known = paths.known_hosts_path()
+    text = ["# Written by gpubench; rewritten on every provision and down.\n"
+            f"# Use it from ~/.ssh/config with:  Include {path}\n"]
+    for b in blocks:
+        text.append(
+            f"Host {b.alias}\n"
+            f"    HostName {b.host}\n"
+            f"    Port {b.port}\n"
+            f"    User {b.user}\n"
+            f"    IdentityFile {b.key_path}\n"
+            f"    IdentitiesOnly yes\n"
+            f"    UserKnownHostsFile {known}\n"
+            f"    StrictHostKeyChecking accept-new\n"
+            f"    ServerAliveInterval 30\n")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(text))
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
+    return path
+
+
+def sync_ssh_config(ledger: Ledger) -> Path:
+    """Rewrite ssh_config from the ledger's live, reachable instances."""
+    return write_ssh_config([HostBlock(e.ssh_alias, e.ssh_host, e.ssh_port or 22, e.ssh_user or "root",
+                                       e.key_path or "")
+                             for e in ledger.entries() if e.reachable])
+
+
+def include_hint() -> str:
+    return f"Include {paths.ssh_config_path()}"
+
+
+def login_command(ledger: Ledger, name: str, command: list[str] | None = None) -> list[str]:
+    """The `ssh` argv that logs in to (or runs `command` on) the instance called `name`,
+    through a freshly written ssh_config."""
+    entry = ledger.find(name)
+    if not entry.reachable:
+        raise NotReachableError(f"'{name}' is {entry.status}, not reachable over SSH")
+    sync_ssh_config(ledger)
+    return ["ssh", "-F", str(paths.ssh_config_path()), entry.ssh_alias, *(command or [])]

@@ -1,0 +1,77 @@
+"""What a ledger row can say about its instance, and which changes of status are allowed.
+
+The boot path only moves forward (requested -> launched -> running -> ready), and may
+skip ahead: an instance seen running was launched. From any live status a terminate
+can begin (terminating), fail to be confirmed (unconfirmed), or be confirmed
+(terminated). Terminated is final: only the provider's confirmation, seen again by
+another process, may be written over it.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from gpubench.errors import GpubenchError
+
+
+class LedgerStatus(str, enum.Enum):
+    """Stored as its text, so ledger files written before the enum read the same."""
+
+    REQUESTED = "requested"        # row written; the launch call has not answered (yet)
+    LAUNCHED = "launched"          # the provider answered with an instance id
+    RUNNING = "running"            # the provider says running, with an SSH address
+    READY = "ready"                # an SSH login worked
+    TERMINATING = "terminating"    # terminate sent; waiting for the provider to drop it
+    UNCONFIRMED = "unconfirmed"    # terminate sent, the provider still lists it
+    TERMINATED = "terminated"      # the provider no longer has it
+
+    def __str__(self) -> str:      # f"{status}" is the word, on every Python version
+        return self.value
+
+    __format__ = str.__format__
+
+    @property
+    def active(self) -> bool:
+        """The instance may exist (and bill)."""
+        return self is not LedgerStatus.TERMINATED
+
+    @property
+    def reachable(self) -> bool:
+        """The instance has an SSH address worth writing into ssh_config."""
+        return self in (LedgerStatus.RUNNING, LedgerStatus.READY)
+
+
+BOOT_PATH = (LedgerStatus.REQUESTED, LedgerStatus.LAUNCHED, LedgerStatus.RUNNING, LedgerStatus.READY)
+TAKING_DOWN = (LedgerStatus.TERMINATING, LedgerStatus.UNCONFIRMED, LedgerStatus.TERMINATED)
+ACTIVE = tuple(s for s in LedgerStatus if s.active)
+
+
+def _allowed() -> dict[LedgerStatus, frozenset[LedgerStatus]]:
+    table = {}
+    for status in LedgerStatus:
+        if status in BOOT_PATH:
+            onward = BOOT_PATH[BOOT_PATH.index(status):] + TAKING_DOWN
+        elif status.active:
+            onward = TAKING_DOWN
+        else:
+            onward = (LedgerStatus.TERMINATED,)
+        table[status] = frozenset(onward)
+    return table
+
+
+#: status -> the statuses a row in it may be marked with next (itself included: a
+#: phase seen again, e.g. a second `down` after an unconfirmed terminate).
+TRANSITIONS: dict[LedgerStatus, frozenset[LedgerStatus]] = _allowed()
+
+
+class BadTransitionError(GpubenchError):
+    """A ledger row asked to move to a status its current one does not lead to."""
+
+
+def allowed(current: LedgerStatus, new: LedgerStatus) -> bool:
+    return new in TRANSITIONS[current]
+
+
+def sources(new: LedgerStatus) -> tuple[LedgerStatus, ...]:
+    """The statuses from which a row may be marked `new`."""
+    return tuple(s for s in LedgerStatus if new in TRANSITIONS[s])

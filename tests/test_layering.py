@@ -1,0 +1,137 @@
+"""The package's import graph, read with `ast` (nothing is imported): no module
+imports itself back through others, imports inside function bodies included, and
+only the command line (and the `python -m gpubench` entry point) imports the
+command line. Imports under `if TYPE_CHECKING:` never run and are left out."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# Source folder -> the package it is installed as (see pyproject.toml's package-dir).
+ROOTS = {"gpubench": "gpubench", "providers": "gpubench.providers", "workloads": "gpubench.workloads"}
+# `python -m gpubench` starts the command line: it is the one module outside it that may import it.
+ENTRY_POINTS = {"gpubench.__main__"}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, whether it is a package's __init__)."""
+    found = {}
+    for folder, package in ROOTS.items():
+        for path in sorted((REPO / folder).rglob("*.py")):
+            parts = path.relative_to(REPO / folder).with_suffix("").parts
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts = parts[:-1]
+            found[".".join((package, *parts))] = (path, is_package)
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST):
+    """Every Import/ImportFrom that can run, at any depth, skipping TYPE_CHECKING blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
+             known: dict) -> set[str]:
+    """The modules of ours that `node` makes Python execute by name (a `from X import
+    name` counts as X, or as X.name when that is a module)."""
+    if isinstance(node, ast.Import):
+        return {_ours(alias.name, known) for alias in node.names} - {None}
+    base = node.module or ""
+    if node.level:
+        package = module if is_package else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{base}" if base else package
+    out = set()
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        out.add(sub if sub in known else _ours(base, known))
+    return out - {None}
+
+
+def _ours(name: str, known: dict) -> str | None:
+    """The longest prefix of `name` that is one of our modules."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = _modules()
+    graph = {}
+    for module, (path, is_package) in known.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        edges = set()
+        for node in _import_nodes(tree):
+            edges |= _targets(node, module, is_package, known)
+        graph[module] = edges - {module}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle as [a, b, ..., a], or None."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    colour = dict.fromkeys(graph, WHITE)
+    for start in sorted(graph):
+        if colour[start] != WHITE:
+            continue
+        path = [start]
+        colour[start] = GREY
+        todo = [iter(sorted(graph[start]))]
+        while todo:
+            nxt = next(todo[-1], None)
+            if nxt is None:
+                colour[path.pop()] = BLACK
+                todo.pop()
+            elif colour.get(nxt) == GREY:
+                return path[path.index(nxt):] + [nxt]
+            elif colour.get(nxt) == WHITE:
+                colour[nxt] = GREY
+                path.append(nxt)
+                todo.append(iter(sorted(graph[nxt])))
+    return None
+
+
+def test_the_walk_sees_imports_in_function_bodies_and_skips_type_checking():
+    graph = import_graph()
+    assert "gpubench.providers.common" in graph and "gpubench.workloads" in graph
+    # bench.py imports the lifecycle only inside its functions
+    assert any(m.startswith("gpubench.lifecycle.") for m in graph["gpubench.bench"])
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n"
+                     "def f():\n    import y\n")
+    assert sorted(a.name for n in _import_nodes(tree) for a in n.names) == ["TYPE_CHECKING", "y"]
+
+
+def test_no_import_circle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_only_the_command_line_imports_the_command_line():
+    offenders = sorted(f"{module} imports {target}"
+                       for module, targets in import_graph().items()
+                       if not module.startswith("gpubench.cli") and module not in ENTRY_POINTS
+                       for target in targets
+                       if target == "gpubench.cli" or target.startswith("gpubench.cli."))
+    assert offenders == []
