@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from gpubench.errors import ResultsError
-from gpubench.workloads.record_schema import SCHEMA_VERSION  # noqa: F401  (where the record is defined)
+from gpubench.workloads.record_schema import SCHEMA_VERSION  # noqa: F401  (the version records are written under)
 
 DEFAULT_DIR = Path("results")
 
