@@ -1,7 +1,13 @@
-"""How numbers and money read, wherever gpubench prints them: the terminal, the
-report files and the HTML page all use these."""
+"""How numbers, money and tables of rows read, wherever gpubench prints them:
+the terminal, the report files and the HTML page all use these."""
 
 from __future__ import annotations
+
+import csv
+import io
+import json
+
+FORMATS = ("table", "markdown", "csv", "json")
 
 
 def format_cell(value, digits: int = 3) -> str:
@@ -21,3 +27,45 @@ def format_cell(value, digits: int = 3) -> str:
 def format_dollars(dollars: float) -> str:
     """A cost to the cent; a fraction of a cent (a short mock or test run) to 4 places."""
     return f"${dollars:.2f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.4f}"
+
+
+def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,
+                title: str | None = None) -> str:
+    """Render `rows` (dicts) with `columns` given as (key, heading) pairs, in one of
+    FORMATS: a rich table for people, markdown, or csv and json (raw values, keys
+    as headings) for programs."""
+    keys = [k for k, _ in columns]
+    if fmt == "json":
+        return json.dumps([{k: row.get(k) for k in keys} for row in rows], indent=2)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(keys)
+        for row in rows:
+            writer.writerow(["" if row.get(k) is None else row.get(k) for k in keys])
+        return buf.getvalue().rstrip("\n")
+    headings = [h for _, h in columns]
+    cells = [[format_cell(row.get(k)) for k in keys] for row in rows]
+    if fmt == "markdown":
+        from tabulate import tabulate
+
+        return tabulate(cells, headers=headings, tablefmt="github", disable_numparse=True)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, header_style="bold")
+    for key, heading in columns:
+        numeric = any(isinstance(row.get(key), (int, float)) for row in rows)
+        table.add_column(heading, justify="right" if numeric else "left")
+    for line in cells:
+        table.add_row(*line)
+    buf = io.StringIO()
+    Console(file=buf, width=max(100, _terminal_width()), force_terminal=False,
+            color_system=None).print(table)
+    return buf.getvalue().rstrip("\n")
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((140, 24)).columns

@@ -1,6 +1,7 @@
 """A result record completed: the workload's own half (or, for a user's script
 that wrote none, its timing as a whole) plus what only gpubench knows: where it
-ran, what that costs, how it was launched."""
+ran, what that costs, how it was launched. Every field either side writes is
+listed in workloads/record_schema.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from gpubench.launch.base import Machine, RunOutcome
-from gpubench.results import SCHEMA_VERSION
+from gpubench.workloads.record_schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from gpubench.sweep import SweepPlan

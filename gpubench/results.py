@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Iterator
 
 from gpubench.errors import ResultsError
+from gpubench.workloads.record_schema import SCHEMA_VERSION  # noqa: F401  (the version records are written under)
 
-SCHEMA_VERSION = 1
 DEFAULT_DIR = Path("results")
 
 

@@ -3,7 +3,8 @@ environment, the common flags, honest step timing, GPU sampling, profiling,
 and the result record.
 
 This module is copied to remote machines next to the workloads, which have
-torch but not gpubench: it must import nothing from gpubench.
+torch but not gpubench: it must import nothing from gpubench. The record's
+fields are listed in record_schema.py beside it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from typing import Callable, Iterator
 import torch
 import torch.distributed as dist
 
-SCHEMA_VERSION = 1
+import record_schema
+from record_schema import SCHEMA_VERSION
 
 
 # --------------------------------------------------------------------------- flags
@@ -383,7 +385,9 @@ def device_name(ctx: Dist) -> str:
 def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: StepTimer,
                  steps: int, samples_per_step: int, epoch_samples: int | None,
                  unit: str = "samples/s", extra: dict | None = None) -> dict:
-    """The workload's half of a result record; gpubench adds provider, price and cost."""
+    """The workload's half of a result record (its fields: record_schema.FIELDS, filled
+    by the workload); gpubench adds provider, price and cost. `extra` holds the
+    workload's own fields."""
     step_s = timer.step_seconds()
     wall = max_across_ranks(timer.window_seconds, ctx.device)
     samples = samples_per_step * steps
@@ -423,6 +427,7 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
     if args.profile:
         record["profile_dir"] = os.path.abspath(args.profile)
     record.update(versions())
+    record_schema.require_declared(record, record_schema.WORKLOAD)
     record.update(extra or {})
     return record
 

@@ -56,7 +56,7 @@ def bench(
                        name, keep, force, timeout, remote_python)
     result = run_bench(req, store, out)
 
-    from gpubench.cli.report_cmd import render_report
+    from gpubench.report.render import render_report
 
     records = store.load().records
     for ref in refs:

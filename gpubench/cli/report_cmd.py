@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from gpubench.cli.render import check_format, err, out, render_rows
+from gpubench.cli.render import check_format, err, out
 from gpubench.errors import UsageError
 from gpubench.results import ResultsStore
 
@@ -29,73 +29,11 @@ COMPARE_HELP = (
     "and GPU count (and GPU, when comparing providers).")
 
 
-def render_report(records, fmt: str, workload: str | None = None, *,
-                  baseline: str | None = None, compare: tuple[str, str] | None = None,
-                  notes_out=None) -> str:
-    """The report as text in `fmt`. Notes (repeats, unknown prices) end the text in
-    table and markdown; for csv and json they go to `notes_out` (default stderr)."""
-    from gpubench.report.compute import as_frame, build_report, parse_baseline
-
-    frame = as_frame(records)
-    report = build_report(frame, parse_baseline(baseline, frame))
-    return render_built(report, fmt, workload, compare, notes_out)
-
-
-def render_built(report, fmt: str, workload: str | None = None,
-                 compare: tuple[str, str] | None = None, notes_out=None) -> str:
-    if compare:
-        return _render_compare(report, compare, fmt, notes_out)
-    return _render_sections(report, fmt, workload, notes_out)
-
-
-def _render_sections(report, fmt: str, workload: str | None, notes_out) -> str:
-    from gpubench.report.tables import MACHINE_COLUMNS, machine_rows, workload_sections
-
-    if fmt in ("csv", "json"):
-        _notes(report.notes, notes_out)
-        return render_rows(machine_rows(report, workload), MACHINE_COLUMNS, fmt)
-    parts = []
-    for section in workload_sections(report, workload):
-        parts.append(_render_table(section, fmt))
-    notes = report.notes + [f"speedup is relative to {report.baseline.describe()}"]
-    return "\n\n".join(parts + ["\n".join(f"note: {n}" for n in notes)])
-
-
-def _render_compare(report, compare: tuple[str, str], fmt: str, notes_out) -> str:
-    from gpubench.report.tables import compare_machine_rows
-
-    comparison, section = _comparison(report, compare)
-    if fmt in ("csv", "json"):
-        _notes(report.notes, notes_out)
-        rows = compare_machine_rows(comparison)
-        return render_rows(rows, [(k, k) for k in comparison.rows.columns], fmt)
-    return _render_table(section, fmt) + "".join(f"\nnote: {n}" for n in report.notes)
-
-
-def _comparison(report, compare: tuple[str, str]):
-    from gpubench.report.compare import compare as compare_rows
-    from gpubench.report.selectors import parse_selector
-    from gpubench.report.tables import compare_section
-
-    a, b = (parse_selector(text, report.rows, "--compare") for text in compare)
-    comparison = compare_rows(report.rows, a, b)
-    if comparison.rows.empty:
-        raise UsageError(f"--compare: no configuration of '{a.text}' or '{b.text}' "
-                         "ran successfully in these records")
-    return comparison, compare_section(comparison)
-
-
-def _render_table(section, fmt: str) -> str:
-    if fmt == "markdown":
-        return f"### {section.title}\n\n" + render_rows(section.rows, section.columns, fmt)
-    return render_rows(section.rows, section.columns, fmt, title=section.title)
-
-
-def _notes(notes: list[str], stream) -> None:
-    import sys
-
-    for note in notes:
-        print(f"note: {note}", file=stream or sys.stderr, flush=True)
+def _print(rendered) -> None:
+    """The text on stdout, the notes beside csv and json on stderr."""
+    for note in rendered.notes:
+        err(f"note: {note}")
+    out(rendered.text)
 
 
 def _need_matplotlib(flag: str) -> None:
@@ -153,6 +91,8 @@ def report(
     if frame.empty and fmt in ("csv", "json") and not compare:
         err(f"note: no result records {'matching these filters ' if (run or since) else ''}"
             f"in {results or 'results'}")
+        from gpubench.report.render import render_report
+
         out(render_report(frame, fmt))  # an empty list for the program reading it
         return
     if frame.empty:
@@ -160,10 +100,11 @@ def report(
         raise UsageError(f"no result records {what}in {results or 'results'}; "
                          "run 'gpubench run mnist-ddp' first")
     from gpubench.report.compute import build_report, parse_baseline
+    from gpubench.report.render import render
 
     built = build_report(frame, parse_baseline(baseline, frame))
     compare = tuple(compare) if compare else None
-    out(render_built(built, fmt, workload, compare))
+    _print(render(built, fmt, workload, compare))
     _write_extras(built, html, plot, plot_format, compare)
 
 
@@ -178,7 +119,9 @@ def _write_extras(report, html: Path | None, plot: Path | None, plot_format: str
     if html is not None:
         from gpubench.report.html import write_html
 
-        extra = [_comparison(report, compare)[1]] if compare else None
+        from gpubench.report.render import comparison
+
+        extra = [comparison(report, compare)[1]] if compare else None
         write_html(report, html, extra)
         err(f"wrote {html}")
 

@@ -90,7 +90,7 @@ def _sweep_and_report(launcher, ref, counts, args, store, timeout, force) -> Non
     else:
         out("\nevery count of the sweep was already recorded; nothing ran (--force runs them again)\n")
 
-    from gpubench.cli.report_cmd import render_report
+    from gpubench.report.render import render_report
 
     out(render_report(store.load().records, "table", workload=ref.name))
     if any(r["status"] != "ok" for r in result.records):

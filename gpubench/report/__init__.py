@@ -2,11 +2,14 @@
 lazily by the CLI).
 
 normalise  records of any schema version -> one DataFrame of the columns a report uses
+           (which, and every report column: gpubench.workloads.record_schema)
+cache      those columns of a long history, kept between reports
 filters    --run and --since
 selectors  naming a provider, a GPU or provider:gpu on the command line
 compute    speedup, efficiency, cost, the cheapest/fastest marks, the Pareto front
 compare    two providers or GPU types side by side
 tables     what each output shows: rows and headings for people and for programs
+render     a report as text in each format (table, markdown, csv, json)
 plots      matplotlib figures per workload
 html       one self-contained page: the tables and the figures inlined
 """

@@ -6,7 +6,9 @@ columns of every file are kept in one pickle per results directory under the
 state directory ($GPUBENCH_STATE_DIR/report-cache/); files that changed or
 appeared are parsed again, files that disappeared are dropped. Small histories
 (under MIN_BYTES of records) are parsed directly and leave nothing behind.
-A cache that cannot be read is rebuilt; one that cannot be written is skipped.
+A cache that cannot be read, or that holds columns of another schema (another
+record_schema table or version: normalise.frame_signature), is rebuilt; one
+that cannot be written is skipped.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from pandas.api.types import union_categoricals
 
 from gpubench import paths
 from gpubench.errors import ResultsError
-from gpubench.report.normalise import TEXT_COLUMNS, ColumnBuilder, LoadedFrame, load_frame
+from gpubench.report.normalise import (ColumnBuilder, LoadedFrame, frame_signature,
+                                       label_columns, load_frame)
 from gpubench.results import ResultsStore, fast_parsing
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # raise it when normalise reads records differently under the same schema
 MIN_BYTES = 64 * 2**20  # about 50k records
 
 
@@ -47,7 +50,8 @@ def load_frame_cached(store: ResultsStore, min_bytes: int = MIN_BYTES) -> Loaded
     if sum(size for size, _ in stamps.values()) < min_bytes:
         return load_frame(store)
     target = cache_file(store.directory)
-    entries, cached = _read(target)
+    key = cache_key()
+    entries, cached = _read(target, key)
     kept = [n for n in stamps if n in entries and entries[n]["stamp"] == stamps[n]]
     fresh = [p for p in files if p.name not in set(kept)]
     removed = [n for n in entries if n not in stamps]
@@ -70,9 +74,9 @@ def load_frame_cached(store: ResultsStore, min_bytes: int = MIN_BYTES) -> Loaded
     order = frame["_file"].map(rank).to_numpy(dtype=np.int64).argsort(kind="stable")
     frame = frame.iloc[order].reset_index(drop=True)
     if fresh or removed:
-        _write(target, entries, frame)
+        _write(target, key, entries, frame)
     plain = frame.drop(columns="_file")
-    for column in TEXT_COLUMNS + ("status",):
+    for column in label_columns():
         if isinstance(plain[column].dtype, pd.CategoricalDtype):
             plain[column] = plain[column].astype(object)
     return LoadedFrame(plain, [w for n in stamps for w in entries[n]["warnings"]])
@@ -90,22 +94,29 @@ def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(data, columns=a.columns)
 
 
-def _read(target: Path) -> tuple[dict, pd.DataFrame]:
+def cache_key() -> str:
+    """The cache's own version and the frame's signature: a cache written under any
+    other is not served."""
+    text = repr((CACHE_VERSION, frame_signature()))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read(target: Path, key: str) -> tuple[dict, pd.DataFrame]:
     try:
         with open(target, "rb") as f:
             data = pickle.load(f)
-        if data.get("version") == CACHE_VERSION:
+        if data.get("key") == key:
             return data["entries"], data["frame"]
-    except Exception:  # missing, truncated or from another version: rebuild it
+    except Exception:  # missing, truncated or of another schema: rebuild it
         pass
     return {}, pd.DataFrame()
 
 
-def _write(target: Path, entries: dict, frame: pd.DataFrame) -> None:
+def _write(target: Path, key: str, entries: dict, frame: pd.DataFrame) -> None:
     """Text columns are stored as categories (a few distinct names each): they pickle
     and load fast."""
     stored = frame.copy()
-    for column in TEXT_COLUMNS + ("status", "_file"):
+    for column in label_columns() + ("_file",):
         if not isinstance(stored[column].dtype, pd.CategoricalDtype):
             stored[column] = stored[column].astype("category")
     try:
@@ -115,7 +126,7 @@ def _write(target: Path, entries: dict, frame: pd.DataFrame) -> None:
         return  # a read-only state directory: the report is still right, only slower
     try:
         with os.fdopen(fd, "wb") as f:
-            pickle.dump({"version": CACHE_VERSION, "entries": entries, "frame": stored}, f,
+            pickle.dump({"key": key, "entries": entries, "frame": stored}, f,
                         protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, target)  # readers see the old cache or the new one, never half
     except OSError:

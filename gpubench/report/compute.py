@@ -8,12 +8,17 @@ repeated runs of one configuration the latest record wins.
 
 Cost is price x time, so an unknown price gives an unknown cost (NaN, shown
 as "unknown"), never zero; a price of 0.0 (the local machine) is a real zero.
+
+The report's columns are the record schema's (workloads/record_schema.py);
+a column the report computes has its formula in FORMULAS, or, when it needs
+more than its own row (speedup, the marks), in a step of build_report.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -21,20 +26,45 @@ import pandas as pd
 from gpubench.errors import UsageError
 from gpubench.report.normalise import records_frame
 from gpubench.report.selectors import Selector, parse_selector
+from gpubench.workloads import record_schema
 
 # A machine type running one workload the same way; the workload's own
 # arguments (batch size, steps) are part of "the same way".
 GROUP_KEYS = ["workload", "workload_args", "provider", "instance_type", "gpu_name", "precision"]
 CONFIG_KEYS = GROUP_KEYS + ["gpu_count", "nodes"]
 
-REPORT_COLUMNS = [
-    "workload", "workload_args", "provider", "instance_type", "gpu_name", "precision", "gpu_count",
-    "nodes", "status", "throughput", "throughput_unit", "work_unit", "speedup", "efficiency",
-    "baseline", "price_per_hour", "epoch_seconds", "cost_per_epoch",
-    "cost_per_million_samples", "samples_per_dollar", "cheapest", "fastest", "pareto",
-    "median_step_s", "run_id", "time", "error",
-]
 FAILED_COLUMNS = CONFIG_KEYS + ["status", "run_id", "time", "error", "failures"]
+
+
+def report_columns() -> list[str]:
+    """The columns of the report's rows, in order (the record schema's EVERY_ROW columns)."""
+    return list(record_schema.report_columns(record_schema.EVERY_ROW))
+
+
+def _work_unit(rows: pd.DataFrame) -> pd.Series:
+    unit = rows["throughput_unit"].str.replace(r"/s$", "", regex=True)
+    return unit.where(unit != "", "samples")
+
+
+def _dollars_per_second(rows: pd.DataFrame) -> pd.Series:
+    return rows["price_per_hour"] / 3600.0
+
+
+def _samples_per_dollar(rows: pd.DataFrame) -> pd.Series:
+    # At a price of 0 the work per dollar is unbounded: inf, shown as such.
+    with np.errstate(divide="ignore"):
+        return rows["throughput"] / _dollars_per_second(rows)
+
+
+# Columns computed from their own row, in order (a formula may use those above
+# it), after speedup and before the marks, which use them.
+FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "work_unit": _work_unit,
+    "epoch_seconds": lambda rows: rows["epoch_samples"] / rows["throughput"],
+    "cost_per_epoch": lambda rows: _dollars_per_second(rows) * rows["epoch_seconds"],
+    "cost_per_million_samples": lambda rows: _dollars_per_second(rows) * 1e6 / rows["throughput"],
+    "samples_per_dollar": _samples_per_dollar,
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +102,7 @@ def parse_baseline(text: str | None, frame: pd.DataFrame) -> Baseline:
 
 @dataclass
 class Report:
-    rows: pd.DataFrame  # one row per configuration, REPORT_COLUMNS
+    rows: pd.DataFrame  # one row per configuration, report_columns()
     failed: pd.DataFrame  # the latest failure of each configuration, FAILED_COLUMNS
     notes: list[str] = field(default_factory=list)
     baseline: Baseline = field(default_factory=Baseline)
@@ -87,7 +117,7 @@ def build_report(records, baseline: Baseline | None = None) -> Report:
     baseline = baseline or Baseline()
     frame = as_frame(records)
     if frame.empty:
-        return Report(pd.DataFrame(columns=REPORT_COLUMNS), pd.DataFrame(columns=FAILED_COLUMNS),
+        return Report(pd.DataFrame(columns=report_columns()), pd.DataFrame(columns=FAILED_COLUMNS),
                       [], baseline)
     notes: list[str] = []
     usable = (frame["status"] == "ok") & frame["throughput"].gt(0) & frame["gpu_count"].ge(1)
@@ -103,13 +133,14 @@ def build_report(records, baseline: Baseline | None = None) -> Report:
     latest["nodes"] = latest["nodes"].astype(int)
 
     latest = _speedup(latest, baseline, notes)
-    latest = _costs(latest)
+    for column, formula in FORMULAS.items():
+        latest[column] = formula(latest)
     latest = _marks(latest)
     unpriced = latest["price_per_hour"].isna().sum()
     if unpriced:
         notes.append(f"{unpriced} configuration(s) have no price on record: their cost is unknown")
     latest["baseline"] = baseline.describe()
-    rows = latest.sort_values(GROUP_KEYS + ["gpu_count", "nodes"], kind="stable")[REPORT_COLUMNS]
+    rows = latest.sort_values(GROUP_KEYS + ["gpu_count", "nodes"], kind="stable")[report_columns()]
     return Report(rows.reset_index(drop=True), failed, notes, baseline)
 
 
@@ -153,19 +184,6 @@ def _speedup(latest: pd.DataFrame, baseline: Baseline, notes: list[str]) -> pd.D
         where = (f"{row['workload']} on {row['provider']} {row['gpu_name']} {row['precision']}"
                  if baseline.selector is None else f"{row['workload']} {row['precision']}")
         notes.append(f"no baseline record ({baseline.describe()}) for {where}: speedup unknown")
-    return latest
-
-
-def _costs(latest: pd.DataFrame) -> pd.DataFrame:
-    unit = latest["throughput_unit"].str.replace(r"/s$", "", regex=True)
-    latest["work_unit"] = unit.where(unit != "", "samples")
-    price_per_second = latest["price_per_hour"] / 3600.0
-    latest["epoch_seconds"] = latest["epoch_samples"] / latest["throughput"]
-    latest["cost_per_epoch"] = price_per_second * latest["epoch_seconds"]
-    latest["cost_per_million_samples"] = price_per_second * 1e6 / latest["throughput"]
-    # At a price of 0 the work per dollar is unbounded: inf, shown as such.
-    with np.errstate(divide="ignore"):
-        latest["samples_per_dollar"] = latest["throughput"] / price_per_second
     return latest
 
 
@@ -218,8 +236,9 @@ def report_rows(report: Report, include_failed: bool = False) -> list[dict]:
     """Rows as plain dicts; with include_failed the failures follow, status 'failed'."""
     rows = [{k: json_ready(v) for k, v in row.items()} for row in report.rows.to_dict("records")]
     if include_failed:
+        columns = report_columns()
         for row in report.failed.to_dict("records"):
-            item = {k: None for k in REPORT_COLUMNS}
+            item = {k: None for k in columns}
             item.update({k: json_ready(v) for k, v in row.items()})
             rows.append(item)
     return rows

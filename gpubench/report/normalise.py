@@ -1,11 +1,12 @@
 """Result records of any schema version -> one DataFrame with fixed columns.
 
-Only the fields a report uses become columns, built column by column (one
-list comprehension per field, text kept as category codes), which is what
-keeps a million records fast.
+Only the fields a report reads (record_schema: the fields with `read_as`)
+become columns, built column by column (one list comprehension per field, text
+kept as category codes), which is what keeps a million records fast; a record
+without a field reads as the field's default.
 Records written before schema version 1 (no `schema_version`, or 0) may use
-older field names; those are mapped through ALIASES before the columns are
-taken, so the rest of the report never sees an old record.
+older field names (the schema's `old_names`); those are mapped before the
+columns are taken, so the rest of the report never sees an old record.
 """
 
 from __future__ import annotations
@@ -18,44 +19,35 @@ import numpy as np
 import pandas as pd
 
 from gpubench.results import ResultsStore, fast_parsing
+from gpubench.workloads import record_schema
+from gpubench.workloads.record_schema import Field
 
-# column -> value when a record does not have it
-DEFAULTS: dict[str, object] = {
-    "schema_version": 0, "run_id": "", "time": "", "workload": "", "status": None,
-    "error": None, "provider": "", "instance_type": "", "gpu_name": "", "gpu_count": None,
-    "nodes": 1, "precision": "fp32", "throughput": None, "throughput_unit": "samples/s",
-    "price_per_hour": None, "epoch_samples": None, "median_step_s": None,
-    "wall_seconds": None, "cost": None, "workload_args": "",
-}
-COLUMNS = list(DEFAULTS)
-TEXT_COLUMNS = ("run_id", "time", "workload", "provider", "instance_type", "gpu_name",
-                "precision", "throughput_unit", "workload_args")
-NUMERIC_COLUMNS = ("schema_version", "gpu_count", "nodes", "throughput", "price_per_hour",
-                   "epoch_samples", "median_step_s", "wall_seconds", "cost")
 
-# Names older records used for today's fields (first one present wins).
-ALIASES: dict[str, tuple[str, ...]] = {
-    "gpu_count": ("gpus", "num_gpus", "n_gpus", "world_size"),
-    "throughput": ("samples_per_s", "samples_per_sec", "samples_per_second", "images_per_s"),
-    "price_per_hour": ("price", "usd_per_hour", "dollars_per_hour", "hourly_price"),
-    "time": ("timestamp", "date", "started_at"),
-    "gpu_name": ("gpu", "gpu_type"),
-    "provider": ("cloud",),
-    "precision": ("dtype",),
-    "run_id": ("run",),
-    "throughput_unit": ("unit",),
-    "median_step_s": ("step_time_s", "median_step_time"),
-}
+def frame_fields() -> tuple[Field, ...]:
+    """The record fields that become the frame's columns, in the schema's order."""
+    return record_schema.read_fields()
+
+
+def label_columns() -> tuple[str, ...]:
+    """The columns kept as category codes (status among them)."""
+    return tuple(f.name for f in frame_fields() if f.read_as == record_schema.LABEL)
+
+
+def frame_signature() -> tuple:
+    """What decides the frame's columns and how old records map onto them: a frame
+    made under another signature (a cached one) is not this code's frame."""
+    return (record_schema.SCHEMA_VERSION,
+            tuple((f.name, f.read_as, repr(f.default), f.old_names) for f in frame_fields()))
 
 
 def normalise_old(record: dict) -> dict:
     """A copy of a pre-version-1 record with today's field names and types."""
     rec = dict(record)
-    for name, olds in ALIASES.items():
-        if rec.get(name) is None:
-            for old in olds:
+    for f in frame_fields():
+        if f.old_names and rec.get(f.name) is None:
+            for old in f.old_names:
                 if rec.get(old) is not None:
-                    rec[name] = rec[old]
+                    rec[f.name] = rec[old]
                     break
     rec["time"] = _iso_utc(rec.get("time"))
     if rec.get("status") is None and isinstance(rec.get("ok"), bool):
@@ -98,41 +90,51 @@ class ColumnBuilder:
     """The report's columns, filled a batch of records at a time."""
 
     def __init__(self) -> None:
-        self.text = {c: _Codes() for c in TEXT_COLUMNS + ("status",)}
-        self.other: dict[str, list] = {c: [] for c in NUMERIC_COLUMNS + ("error",)}
+        self.fields = frame_fields()
+        self.labels = {f.name: _Codes() for f in self.fields if f.read_as == record_schema.LABEL}
+        self.values: dict[str, list] = {f.name: [] for f in self.fields
+                                         if f.read_as != record_schema.LABEL}
 
     def add(self, records: list[dict]) -> None:
         if any(not r.get("schema_version") for r in records):
             records = [r if r.get("schema_version") else normalise_old(r) for r in records]
-        for column, codes in self.text.items():
-            default = DEFAULTS[column]
-            codes.add([r.get(column, default) for r in records])
-        for column, values in self.other.items():
-            default = DEFAULTS[column]
-            values.extend([r.get(column, default) for r in records])
+        for f in self.fields:
+            default = f.default
+            if f.name in self.labels:
+                self.labels[f.name].add([r.get(f.name, default) for r in records])
+            else:
+                self.values[f.name].extend([r.get(f.name, default) for r in records])
 
     def frame(self, categorical: bool = False) -> pd.DataFrame:
         """The columns so far (and a fresh start). Text columns are categorical
         when asked (compact to store), else plain Python strings."""
-        text, other = self.text, self.other
+        fields, labels, values = self.fields, self.labels, self.values
         self.__init__()
         data = {}
         # Each column is built with its type stated: letting pandas infer the
         # types of a million Python values costs more than parsing them did.
-        for column in TEXT_COLUMNS:
-            data[column] = text[column].series(DEFAULTS[column], categorical)
-        for column in NUMERIC_COLUMNS:
-            data[column] = _numbers(other[column])
-        data["nodes"] = data["nodes"].fillna(1)
-        data["schema_version"] = data["schema_version"].fillna(0)
-        status = text["status"].series("", categorical=False)
-        # A record that says nothing about its status succeeded if it measured something.
-        missing = status == ""
-        if missing.any():
-            status[missing] = np.where(data["throughput"][missing].gt(0), "ok", "failed")
-        data["status"] = status.astype("category") if categorical else status
-        data["error"] = pd.Series(np.array(other["error"], dtype=object), dtype=object)
-        return pd.DataFrame(data, columns=COLUMNS)
+        for f in fields:
+            if f.read_as == record_schema.LABEL:
+                data[f.name] = labels[f.name].series(f.default or "", categorical)
+            elif f.read_as == record_schema.NUMBER:
+                data[f.name] = _numbers(values[f.name])
+                if f.default is not None:  # an explicit null reads as the default too
+                    data[f.name] = data[f.name].fillna(f.default)
+            else:
+                data[f.name] = pd.Series(np.array(values[f.name], dtype=object), dtype=object)
+        data["status"] = _inferred_status(data["status"], data["throughput"])
+        return pd.DataFrame(data, columns=[f.name for f in fields])
+
+
+def _inferred_status(status: pd.Series, throughput: pd.Series) -> pd.Series:
+    """A record that says nothing about its status succeeded if it measured something."""
+    missing = status == ""
+    if not missing.any():
+        return status
+    categorical = isinstance(status.dtype, pd.CategoricalDtype)
+    status = status.astype(object)
+    status[missing] = np.where(throughput[missing].gt(0), "ok", "failed")
+    return status.astype("category") if categorical else status
 
 
 def _numbers(values: list) -> pd.Series:

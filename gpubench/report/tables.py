@@ -4,6 +4,8 @@ Machine formats (csv, json) get one flat list with every column and raw
 values (unknown = null/empty). Tables for people (terminal, markdown, HTML)
 get one section per workload with its unit in the headings, "unknown" for a
 cost without a price, and the cheapest and fastest configuration marked.
+Both take their columns from the record schema (workloads/record_schema.py):
+every report column for programs, the columns with a heading for people.
 """
 
 from __future__ import annotations
@@ -14,15 +16,11 @@ from dataclasses import dataclass
 
 from gpubench.report.compare import Comparison
 from gpubench.report.compute import Report, json_ready, report_rows
+from gpubench.workloads import record_schema
+from gpubench.workloads.record_schema import ABOVE_ONE, VARIES, Field
 
-MACHINE_COLUMNS = [(c, c) for c in (
-    "workload", "workload_args", "provider", "instance_type", "gpu_name", "precision", "gpu_count",
-    "nodes", "status", "throughput", "throughput_unit", "work_unit", "speedup", "efficiency", "baseline",
-    "price_per_hour", "epoch_seconds", "cost_per_epoch", "cost_per_million_samples",
-    "samples_per_dollar", "cheapest", "fastest", "pareto", "median_step_s", "run_id", "time",
-    "error", "failures")]
-COST_KEYS = ("cost_per_epoch", "cost_per_million_samples", "samples_per_dollar")
 UNKNOWN = "unknown"
+RUNS = "runs"  # the unit of work of a user's script timed as a whole (recording.script_record)
 
 
 @dataclass
@@ -30,6 +28,20 @@ class Section:
     title: str
     columns: list[tuple[str, str]]  # (key, heading)
     rows: list[dict]
+
+
+def machine_columns() -> list[tuple[str, str]]:
+    """Every report column, headed by its name: the rows' columns, then those only
+    failed runs carry."""
+    names = (record_schema.report_columns(record_schema.EVERY_ROW)
+             + record_schema.report_columns(record_schema.FAILED_ROWS))
+    return [(c, c) for c in names]
+
+
+def cost_columns() -> tuple[str, ...]:
+    """The columns the report computes from the price: unknown when it is."""
+    return tuple(f.name for f in record_schema.FIELDS
+                 if f.filled_by == record_schema.REPORT and "$" in f.unit)
 
 
 def machine_rows(report: Report, workload: str | None = None) -> list[dict]:
@@ -46,7 +58,7 @@ def _display(row: dict) -> dict:
     shown = dict(row)
     if row.get("price_per_hour") is None:
         shown["price_per_hour"] = UNKNOWN
-        for key in COST_KEYS:
+        for key in cost_columns():
             shown[key] = UNKNOWN
     elif row.get("price_per_hour") == 0 and row.get("samples_per_dollar") is None:
         shown["samples_per_dollar"] = "∞"  # free machine: unbounded work per dollar
@@ -69,28 +81,42 @@ def workload_sections(report: Report, workload: str | None = None) -> list[Secti
         mine = [r for r in rows if r["workload"] == name]
         units = {r["work_unit"] for r in mine}
         unit = units.pop() if len(units) == 1 else "units"
-        args = [("workload_args", "args")] if len({r["workload_args"] for r in mine}) > 1 else []
-        if unit == "runs":  # a user's script timed as a whole (recording.script_record): one run is the work
-            work = [("epoch_seconds", "s/run"), ("cost_per_epoch", "$/run"), ("samples_per_dollar", "runs/$")]
-        else:
-            work = [("epoch_seconds", "epoch s"), ("cost_per_epoch", "$/epoch"),
-                    ("cost_per_million_samples", f"$/M {unit}"), ("samples_per_dollar", f"{unit}/$")]
-        columns = args + [("provider", "provider"), ("gpu_name", "gpu"), ("precision", "precision"),
-                          ("gpu_count", "gpus"), ("throughput", f"{unit}/s"), ("speedup", "speedup"),
-                          ("efficiency", "efficiency"), ("price_per_hour", "$/h"), *work, ("best", "best")]
-        sections.append(Section(name, columns, [_display(r) for r in mine]))
+        columns = [(f.name, _heading(f, unit)) for f in record_schema.shown_fields()
+                   if _shown(f, mine, unit)]
+        sections.append(Section(name, columns + [("best", "best")], [_display(r) for r in mine]))
     failed = [{k: json_ready(v) for k, v in r.items()} for r in report.failed.to_dict("records")]
     failed = [r for r in failed if workload is None or r["workload"] == workload]
     if failed:
+        nodes = [("nodes", "nodes")] if _above_one(failed, "nodes") else []
         columns = [("workload", "workload"), ("provider", "provider"), ("gpu_name", "gpu"),
-                   ("precision", "precision"), ("gpu_count", "gpus"), ("run_id", "run"),
+                   ("precision", "precision"), ("gpu_count", "gpus"), *nodes, ("run_id", "run"),
                    ("time", "time"), ("failures", "failures"), ("error", "error")]
         for r in failed:
-            if isinstance(r.get("gpu_count"), float) and not math.isnan(r["gpu_count"]):
-                r["gpu_count"] = int(r["gpu_count"])
+            for key in ("gpu_count", "nodes"):  # counts, NaN where a record had none
+                if isinstance(r.get(key), float) and not math.isnan(r[key]):
+                    r[key] = int(r[key])
             r["gpu_name"] = short_gpu(r.get("gpu_name") or "")
         sections.append(Section("failed runs (not in the figures above)", columns, failed))
     return sections
+
+
+def _shown(f: Field, rows: list[dict], unit: str) -> bool:
+    if unit == RUNS and not f.heading.per_run_shown:
+        return False
+    if f.heading.when == VARIES:
+        return len({str(r.get(f.name)) for r in rows}) > 1
+    if f.heading.when == ABOVE_ONE:
+        return _above_one(rows, f.name)
+    return True
+
+
+def _above_one(rows: list[dict], key: str) -> bool:
+    return any(isinstance(r.get(key), (int, float)) and r[key] > 1 for r in rows)
+
+
+def _heading(f: Field, unit: str) -> str:
+    text = f.heading.per_run if unit == RUNS and f.heading.per_run else f.heading.text
+    return text.format(unit=unit)
 
 
 def compare_machine_rows(comparison: Comparison) -> list[dict]:

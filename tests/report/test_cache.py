@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pandas as pd
 import pytest
 
-from gpubench.report.cache import cache_file, load_frame_cached
+from gpubench.report.cache import cache_file, cache_key, load_frame_cached
 from gpubench.report.normalise import load_frame
 from gpubench.results import ResultsStore
 
@@ -21,6 +22,12 @@ def same(store_dir):
     assert list(plain.frame.dtypes) == list(cached.frame.dtypes)
     assert plain.warnings == cached.warnings
     return cached
+
+
+def stored(store_dir) -> dict:
+    """The cache file as written: its key, its files and its frame."""
+    with open(cache_file(store_dir), "rb") as f:
+        return pickle.load(f)
 
 
 def test_cache_follows_appends_new_and_removed_files(tmp_path):
@@ -51,6 +58,9 @@ def test_unreadable_cache_is_rebuilt(tmp_path):
     same(store)
     cache_file(store).write_bytes(b"not a pickle")
     same(store)
+    rebuilt = stored(store)  # written again, whole
+    assert rebuilt["key"] == cache_key() and list(rebuilt["entries"]) == ["run-a.jsonl"]
+    assert len(rebuilt["frame"]) == len(scaling_records())
 
 
 def test_small_histories_leave_no_cache(tmp_path, state_dir):

@@ -66,7 +66,7 @@ def test_missing_matplotlib_is_one_line(cli, store, tmp_path, monkeypatch):
 
 
 def test_render_report_after_a_sweep(store):
-    from gpubench.cli.report_cmd import render_report
+    from gpubench.report.render import render_report
 
     text = render_report(ResultsStore(store).load().records, "table", workload="w")
     assert "speedup" in text and "NCCL timeout" in text

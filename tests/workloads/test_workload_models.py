@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 import allreduce
@@ -89,12 +91,16 @@ def test_gpu_monitor_mean_and_peak_from_samples():
 def test_gpu_monitor_thread_samples_until_stopped():
     monitor = harness.GpuMonitor(lambda: (1.0, 2.0, 3.0), "nvml", interval=0.001)
     monitor.start()
-    while len(monitor.samples) < 3:
-        pass
+    deadline = time.monotonic() + 10.0
+    for _ in range(10_000):  # bounded in count and in time: a dead thread fails, never hangs
+        if len(monitor.samples) >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.001)
     monitor.stop()
     n = len(monitor.samples)
     assert n >= 3 and monitor._thread is None
-    assert len(monitor.samples) == n
+    time.sleep(50 * monitor.interval)
+    assert len(monitor.samples) == n  # stopped: no sample since
 
 
 def test_gpu_monitor_is_off_without_a_gpu():

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+import record_schema
+
 pytestmark = pytest.mark.slow
 
 # what every record a suite workload writes must carry
@@ -24,6 +26,7 @@ RECORD_KEYS = {
 def check_record(record: dict, workload: str, world: int) -> None:
     missing = RECORD_KEYS - record.keys()
     assert not missing, f"record lacks {sorted(missing)}"
+    assert record_schema.type_problems(record) == []
     assert record["workload"] == workload
     assert record["status"] == "ok" and record["error"] is None
     assert record["world_size"] == world == record["gpu_count"]

@@ -1,0 +1,251 @@
+"""The result record: every common field, its type, unit and meaning, who fills
+it, and how the report reads and shows it.
+
+One JSON object per run. The workload's harness writes its half on the machine
+(workloads/harness.py build_record); gpubench completes it when the run is over
+(gpubench/recording.py); the report reads the fields marked `read_as` from
+every record and shows the fields marked `column`, some computed from the
+others (filled_by REPORT, one formula each in gpubench/report/compute.py).
+Adding a report column is one entry here (plus its formula when the report
+computes it): the frame the report reads, its csv/json rows, its tables for
+people and its cache all follow this table.
+
+A workload may add fields of its own (a model's parameter count, a bandwidth
+curve); they travel in the record untouched and are described in the workload.
+
+Imports only the standard library: it is copied to GPU machines beside the
+workloads (which import it as `record_schema`) and installed in gpubench as
+`gpubench.workloads.record_schema`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1  # records before version 1 may use older names: Field.old_names
+
+# Who fills a field.
+WORKLOAD = "workload"  # the workload's harness, on the machine
+GPUBENCH = "gpubench"  # gpubench, when the run is over
+BOTH = "both"  # the workload; gpubench for a run that wrote none (a failure, a user's
+#                script) or to correct it (the name the user knows, the machine's GPU, nodes)
+REPORT = "report"  # the report, from the fields above; never stored in a record
+
+# How the report reads a field out of records (the type of its column).
+LABEL = "label"  # text with few distinct values (names, ids): kept as category codes
+NUMBER = "number"  # a float; null becomes NaN
+TEXT = "text"  # free text (an error message): kept as it is
+
+# Which rows of the report's csv/json output carry a column.
+EVERY_ROW = "every row"
+FAILED_ROWS = "failed rows"  # only the failed runs listed after the figures
+
+# When a table for people shows a column.
+ALWAYS = "always"
+VARIES = "varies"  # only when its rows do not all have the same value
+ABOVE_ONE = "above one"  # only when a row's value is above 1
+
+
+@dataclass(frozen=True)
+class Heading:
+    """How a report column is headed in the tables for people (terminal, markdown, HTML)."""
+
+    text: str  # "{unit}" stands for the unit of work: images, tokens, samples
+    when: str = ALWAYS
+    per_run: str | None = None  # the heading where one whole run is the unit of work
+    #                              (a user's script timed as a whole), when it differs
+    per_run_shown: bool = True  # False: such tables leave the column out
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: type  # of its value; any field may be null where it is unknown
+    unit: str  # "" when it has none
+    meaning: str
+    filled_by: str  # WORKLOAD, GPUBENCH, BOTH or REPORT
+    read_as: str | None = None  # LABEL, NUMBER or TEXT: the report reads it from records
+    default: object = None  # what a record without it reads as (an older record)
+    old_names: tuple[str, ...] = ()  # its names in records before version 1, first found wins
+    column: str | None = None  # EVERY_ROW or FAILED_ROWS: a column of the report's rows
+    heading: Heading | None = None  # shown in the tables for people
+
+
+F = Field
+FIELDS: tuple[Field, ...] = (
+    # ---- the report's columns, in the order its rows show them
+    F("workload", str, "", "the workload: a suite name (mnist-ddp) or the path of the user's script",
+      BOTH, LABEL, "", column=EVERY_ROW),
+    F("workload_args", list, "", "the arguments given to the workload; reruns are matched on them",
+      GPUBENCH, LABEL, "", column=EVERY_ROW, heading=Heading("args", when=VARIES)),
+    F("provider", str, "", "where it ran: lambda, vast, runpod, local, ssh, slurm or mock",
+      GPUBENCH, LABEL, "", ("cloud",), EVERY_ROW, Heading("provider")),
+    F("instance_type", str, "", "the provider's name for the machine type",
+      GPUBENCH, LABEL, "", column=EVERY_ROW),
+    F("gpu_name", str, "", "the GPU model (cpu for a CPU run); the workload's own name for the "
+      "device is kept in device_name", BOTH, LABEL, "", ("gpu", "gpu_type"), EVERY_ROW,
+      Heading("gpu")),
+    F("precision", str, "", "fp32, or bf16/fp16 under autocast; '-' for a user's script",
+      BOTH, LABEL, "fp32", ("dtype",), EVERY_ROW, Heading("precision")),
+    F("gpu_count", int, "GPUs", "GPUs the run used, over all its nodes",
+      GPUBENCH, NUMBER, None, ("gpus", "num_gpus", "n_gpus", "world_size"), EVERY_ROW,
+      Heading("gpus")),
+    F("nodes", int, "machines", "machines the run spanned",
+      BOTH, NUMBER, 1, column=EVERY_ROW, heading=Heading("nodes", when=ABOVE_ONE)),
+    F("status", str, "", "ok or failed (a record without one succeeded if it measured something)",
+      BOTH, LABEL, "", column=EVERY_ROW),
+    F("throughput", float, "throughput_unit", "work per second over the timed window, all ranks "
+      "together", BOTH, NUMBER, None,
+      ("samples_per_s", "samples_per_sec", "samples_per_second", "images_per_s"), EVERY_ROW,
+      Heading("{unit}/s")),
+    F("throughput_unit", str, "", "samples/s, images/s, tokens/s, GB/s, or runs/s for a script "
+      "timed as a whole", BOTH, LABEL, "samples/s", ("unit",), EVERY_ROW),
+    F("work_unit", str, "", "what the costs count: the throughput unit without /s",
+      REPORT, column=EVERY_ROW),
+    F("speedup", float, "x", "throughput over the baseline record's throughput",
+      REPORT, column=EVERY_ROW, heading=Heading("speedup")),
+    F("efficiency", float, "", "speedup per GPU added: speedup / (gpus / the baseline's gpus)",
+      REPORT, column=EVERY_ROW, heading=Heading("efficiency")),
+    F("baseline", str, "", "what speedup is relative to, in words",
+      REPORT, column=EVERY_ROW),
+    F("price_per_hour", float, "$/h", "the price of the GPUs the run used (a share of the "
+      "machine); null when unknown, 0 on a free machine",
+      GPUBENCH, NUMBER, None, ("price", "usd_per_hour", "dollars_per_hour", "hourly_price"),
+      EVERY_ROW, Heading("$/h")),
+    F("epoch_seconds", float, "s", "one epoch (or one run) at this throughput",
+      REPORT, column=EVERY_ROW, heading=Heading("epoch s", per_run="s/run")),
+    F("cost_per_epoch", float, "$", "one epoch (or one run) at this price and throughput",
+      REPORT, column=EVERY_ROW, heading=Heading("$/epoch", per_run="$/run")),
+    F("cost_per_million_samples", float, "$", "a million units of work at this price and throughput",
+      REPORT, column=EVERY_ROW, heading=Heading("$/M {unit}", per_run_shown=False)),
+    F("samples_per_dollar", float, "work/$", "units of work one dollar buys (inf on a free machine)",
+      REPORT, column=EVERY_ROW, heading=Heading("{unit}/$")),
+    F("cheapest", bool, "", "the least money for the same work, of its workload",
+      REPORT, column=EVERY_ROW),
+    F("fastest", bool, "", "the highest throughput of its workload",
+      REPORT, column=EVERY_ROW),
+    F("pareto", bool, "", "no configuration of its workload beats it on both time and cost",
+      REPORT, column=EVERY_ROW),
+    F("median_step_s", float, "s", "the median time of one timed step",
+      WORKLOAD, NUMBER, None, ("step_time_s", "median_step_time"), EVERY_ROW),
+    F("run_id", str, "", "the sweep that made the record (its results file is <run_id>.jsonl)",
+      GPUBENCH, LABEL, "", ("run",), EVERY_ROW),
+    F("time", str, "UTC", "when the run ended, ISO 8601: 2026-01-31T12:00:00Z",
+      BOTH, LABEL, "", ("timestamp", "date", "started_at"), EVERY_ROW),
+    F("error", str, "", "why a failed run failed (its last line of output); null when ok",
+      BOTH, TEXT, None, column=EVERY_ROW),
+    F("failures", int, "", "how many records of a failed configuration failed",
+      REPORT, column=FAILED_ROWS),
+
+    # ---- read by the report, not shown
+    F("schema_version", int, "", "the version of this table the record was written under",
+      BOTH, NUMBER, 0),
+    F("epoch_samples", int, "samples", "samples in one epoch of the data; 1 for a script timed as "
+      "a whole (one run is the unit of work)", BOTH, NUMBER, None),
+    F("wall_seconds", float, "s", "the timed window on the slowest rank (a script timed as a "
+      "whole: the whole process)", BOTH, NUMBER, None),
+    F("cost", float, "$", "what the run cost: price_per_hour x wall_seconds",
+      GPUBENCH, NUMBER, None),
+
+    # ---- the rest of the workload's half
+    F("host", str, "", "the host name of rank 0", WORKLOAD),
+    F("device", str, "", "cuda or cpu", WORKLOAD),
+    F("world_size", int, "processes", "processes in the process group", BOTH),
+    F("backend", str, "", "the torch.distributed backend: nccl or gloo", WORKLOAD),
+    F("compiled", bool, "", "the model ran under torch.compile", WORKLOAD),
+    F("batch_per_gpu", int, "samples", "batch size of one process", WORKLOAD),
+    F("global_batch", int, "samples", "batch size of one step over all processes", WORKLOAD),
+    F("warmup_steps", int, "steps", "untimed steps before the timed window", WORKLOAD),
+    F("steps", int, "steps", "timed steps", WORKLOAD),
+    F("samples", int, "samples", "samples in the timed window, all ranks together", WORKLOAD),
+    F("p90_step_s", float, "s", "the 90th percentile of one timed step", WORKLOAD),
+    F("threads_per_process", int, "threads", "torch's intra-op threads in each process", WORKLOAD),
+    F("workload_argv", list, "", "the workload's own command-line arguments", WORKLOAD),
+    F("cudnn_benchmark", bool, "", "cuDNN chose its convolution algorithms during the warm-up",
+      WORKLOAD),
+    F("peak_memory_bytes", int, "bytes", "the most GPU memory torch allocated, any rank "
+      "(GPU runs only)", WORKLOAD),
+    F("gpu_sampling", str, "", "how the GPU was sampled (nvml, nvidia-smi) or 'off: why'", BOTH),
+    F("gpu_samples", int, "samples", "GPU samples taken, on the rank that took fewest", BOTH),
+    F("gpu_util_pct_mean", float, "%", "GPU utilisation, mean over samples and GPUs", BOTH),
+    F("gpu_util_pct_peak", float, "%", "GPU utilisation, highest sample", BOTH),
+    F("gpu_mem_used_bytes_mean", float, "bytes", "GPU memory in use, mean", BOTH),
+    F("gpu_mem_used_bytes_peak", float, "bytes", "GPU memory in use, highest sample", BOTH),
+    F("gpu_power_w_mean", float, "W", "GPU power draw, mean", BOTH),
+    F("gpu_power_w_peak", float, "W", "GPU power draw, highest sample", BOTH),
+    F("profile_dir", str, "", "where --profile wrote its TensorBoard traces", WORKLOAD),
+    F("torch_version", str, "", "torch.__version__ on the machine", WORKLOAD),
+    F("cuda_version", str, "", "the CUDA torch was built with; null for a CPU build", WORKLOAD),
+    F("python_version", str, "", "the machine's Python", WORKLOAD),
+    F("driver_version", str, "", "the NVIDIA driver, from nvidia-smi", WORKLOAD),
+
+    # ---- the rest of gpubench's half
+    F("device_name", str, "", "the device name the workload reported (gpu_name is the machine's)",
+      GPUBENCH),
+    F("instance_price_per_hour", float, "$/h", "the price of the whole machine", GPUBENCH),
+    F("launch_command", str, "", "the launch command as run (torchrun ...)", GPUBENCH),
+    F("invocation", str, "", "the gpubench command line that made the sweep", GPUBENCH),
+    F("process_seconds", float, "s", "the launch command's wall time, start-up included", GPUBENCH),
+    F("controller_host", str, "", "the host gpubench ran on", GPUBENCH),
+    F("timing", str, "", "how a user's script was timed: 'script' (its own throughput) or "
+      "'whole process'", GPUBENCH),
+)
+del F
+
+
+class UndeclaredFieldError(ValueError):
+    """A record carries a common field this table does not list for its side."""
+
+
+# The helpers below read FIELDS when called, never at import, so that everything
+# derived from the table follows it (and a test can extend it).
+
+def field(name: str) -> Field:
+    for f in FIELDS:
+        if f.name == name:
+            return f
+    raise KeyError(f"no field '{name}' in the record schema")
+
+
+def names(*filled_by: str) -> tuple[str, ...]:
+    """The fields that these sides fill, in table order."""
+    return tuple(f.name for f in FIELDS if f.filled_by in filled_by)
+
+
+def read_fields() -> tuple[Field, ...]:
+    """The fields the report reads from every record, in table order."""
+    return tuple(f for f in FIELDS if f.read_as is not None)
+
+
+def report_columns(rows: str = EVERY_ROW) -> tuple[str, ...]:
+    """The columns of the report's rows: EVERY_ROW, or FAILED_ROWS for those only failures carry."""
+    return tuple(f.name for f in FIELDS if f.column == rows)
+
+
+def shown_fields() -> tuple[Field, ...]:
+    """The report columns in the tables for people, in table order."""
+    return tuple(f for f in FIELDS if f.column is not None and f.heading is not None)
+
+
+def require_declared(record: dict, side: str) -> None:
+    """Raise UndeclaredFieldError for a field of `record` that `side` may not fill:
+    a field added to a record must be added to this table first."""
+    allowed = set(names(side, BOTH))
+    unknown = sorted(set(record) - allowed)
+    if unknown:
+        raise UndeclaredFieldError(f"record field(s) {', '.join(unknown)} are not listed for "
+                                   f"the {side} in record_schema.FIELDS")
+
+
+def type_problems(record: dict) -> list[str]:
+    """What in `record` does not have its field's type (null is always allowed;
+    a whole number is a float too)."""
+    problems = []
+    for f in FIELDS:
+        value = record.get(f.name)
+        if value is None or f.filled_by == REPORT:
+            continue
+        wanted = (int, float) if f.type is float else f.type
+        if isinstance(value, bool) and f.type is not bool or not isinstance(value, wanted):
+            problems.append(f"{f.name}: {type(value).__name__} {value!r}, expected {f.type.__name__}")
+    return problems
