@@ -73,11 +73,11 @@ def misfit(point: SweepPoint, machine: Machine) -> str | None:
     if point.nodes > machine.max_nodes:
         spans = f"{machine.max_nodes} node{'s' if machine.max_nodes > 1 else ''}"
         return f"skipping {point.describe()}: {machine.instance_type} spans at most {spans}"
-    if machine.max_procs is not None and point.procs_per_node > machine.max_procs:
+    most = machine.max_procs
+    if most is not None and point.procs_per_node > most:
         if point.nodes == 1:
-            return f"skipping {point.procs_per_node} GPUs: {machine.instance_type} has {machine.max_procs}"
-        return (f"skipping {point.describe()}: {machine.instance_type} has {machine.max_procs} "
-                "per node")
+            return f"skipping {point.procs_per_node} GPUs: {machine.instance_type} has {most}"
+        return f"skipping {point.describe()}: {machine.instance_type} has {most} per node"
     return None
 
 

@@ -236,7 +236,7 @@ class SshLauncher(Launcher):
         self._connection_number += 1
         lease = f"{self.controller}.{self._connection_number}"
         said = self._session.conn.hold(f"{self._session.python} -c {q(LEASES)} hold "
-                                      f"{q(layout.leases)} {lease} {q(layout.runs)}", leases.HELD)
+                                       f"{q(layout.leases)} {lease} {q(layout.runs)}", leases.HELD)
         self.lease = lease
         line = next((ln for ln in said.splitlines() if ln.startswith(leases.ORPHANS)), "")
         self.clear_leftovers([t for t in line.split()[1:] if t.isalnum()])
@@ -250,8 +250,8 @@ class SshLauncher(Launcher):
         runs = self._session.layout.runs
         stopped = self.kill(run_ids)
         self._session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.running" for i in run_ids]]), 30)
-        self._session.echo(f"{self._session.target}: cleared {len(run_ids)} run(s) left over from a lost "
-                          f"connection ({stopped} process(es) still running, now stopped)")
+        self._session.echo(f"{self._session.target}: cleared {len(run_ids)} run(s) left over from a "
+                           f"lost connection ({stopped} process(es) still running, now stopped)")
         return stopped
 
     def kill(self, run_ids: list[str]) -> int:
