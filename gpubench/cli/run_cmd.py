@@ -50,7 +50,8 @@ def run(
     points = _points(gpus)
     store = ResultsStore.for_writing(results)
     args = list(workload_args or [])
-    options = LaunchOptions(key, price, remote_python, remote_dir, connect_wait, echo=out)
+    options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
+                            connect_wait=connect_wait, echo=out)
     with open_launcher(on, options) as launcher:
         _sweep_and_report(launcher, ref, points, args, store, timeout, force)
 
