@@ -12,7 +12,6 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from gpubench import paths
 from gpubench.errors import GpubenchError
 from gpubench.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
@@ -97,20 +96,17 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
 
 
 def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: BenchResult) -> None:
-    from gpubench.launch.ssh import open_launcher
-    from gpubench.remote.session import RemoteLayout, SessionOptions
+    from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.remote.targets import host_from_entry
-    from gpubench.sweep import SweepPlan, default_counts, sweep
+    from gpubench.sweep import SweepPlan, default_points, on_one_node, sweep
 
-    host = host_from_entry(entry)
-    options = SessionOptions(req.remote_python, RemoteLayout(req.remote_dir))
-    launcher = open_launcher(host, paths.known_hosts_path(), options, echo)
-    with launcher.session:
+    options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
+    with open_launcher(host_from_entry(entry), options) as launcher:
         machine = launcher.machine()
+        points = on_one_node(req.counts) if req.counts else default_points(machine)
         for workload in req.workloads:
-            launcher.prepare(workload)
-            run_plan = SweepPlan(workload, req.counts or default_counts(machine),
-                                 list(req.workload_args), new_run_id(), req.timeout, force=req.force)
+            run_plan = SweepPlan(workload, list(points), list(req.workload_args), new_run_id(),
+                                 req.timeout, force=req.force)
             result.run_ids.append(run_plan.run_id)
             result.records += sweep(launcher, run_plan, store, echo).records
 

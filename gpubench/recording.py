@@ -9,7 +9,7 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
-from gpubench.launch.base import Machine, RunOutcome
+from gpubench.launch.base import Machine, RunOutcome, SweepPoint
 from gpubench.workloads.record_schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -37,13 +37,13 @@ def script_record(outcome: RunOutcome, world_size: int) -> dict:
     return record
 
 
-def finish_record(outcome: RunOutcome, plan: "SweepPlan", machine: Machine, procs: int) -> dict:
+def finish_record(outcome: RunOutcome, plan: "SweepPlan", machine: Machine, point: SweepPoint) -> dict:
     """The workload's record completed with what only gpubench knows: where it ran,
     what that costs, how it was launched. A suite run without a record becomes a
     failed one; a user's script that ran to the end is timed (script_record)."""
     record = dict(outcome.record or {})
     if outcome.error is None and not plan.workload.in_suite:
-        record = script_record(outcome, procs * machine.nodes)
+        record = script_record(outcome, point.world_size)
     record.setdefault("schema_version", SCHEMA_VERSION)
     record.setdefault("time", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     record.setdefault("workload", plan.workload.name)
@@ -53,15 +53,15 @@ def finish_record(outcome: RunOutcome, plan: "SweepPlan", machine: Machine, proc
     record["workload"] = plan.workload.name  # the name the user knows it by
     record["workload_args"] = list(plan.workload_args)  # what a rerun is matched on
     record["device_name"] = record.get("gpu_name")
-    price = machine.price_for(procs)
+    price = machine.price_for(point)
     record.update({
         "run_id": plan.run_id,
         "provider": machine.provider,
         "instance_type": machine.instance_type,
         "gpu_name": machine.gpu_name,
-        "gpu_count": procs * machine.nodes,
-        "nodes": machine.nodes,
-        "world_size": record.get("world_size", procs * machine.nodes),
+        "gpu_count": point.world_size,  # one process per GPU
+        "nodes": point.nodes,
+        "world_size": record.get("world_size", point.world_size),
         "price_per_hour": price,
         "instance_price_per_hour": machine.price_per_hour,
         "launch_command": " ".join(outcome.command),

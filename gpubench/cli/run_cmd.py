@@ -4,11 +4,14 @@ SSH (--on), record, report."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from gpubench.cli.render import err, out
+
+if TYPE_CHECKING:
+    from gpubench.launch.base import SweepPoint
 
 
 def run(
@@ -38,48 +41,34 @@ def run(
 ) -> None:
     """Run WORKLOAD at each GPU count with torchrun and print the speedup/cost table."""
     from gpubench import suite
+    from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.results import ResultsStore
 
     ref = suite.resolve(workload)
     if workdir is not None:
         ref = suite.with_workdir(ref, workdir)
-    counts = _counts(gpus)
+    points = _points(gpus)
     store = ResultsStore.for_writing(results)
     args = list(workload_args or [])
-    if on is None:
-        from gpubench.launch.local import LocalLauncher, torch_python
-
-        torch_python()
-        _sweep_and_report(LocalLauncher(), ref, counts, args, store, timeout, force)
-        return
-
-    from gpubench import paths
-    from gpubench.launch.ssh import open_launcher
-    from gpubench.remote.connection import ConnectOptions
-    from gpubench.remote.session import RemoteLayout, SessionOptions
-    from gpubench.remote.targets import resolve
-
-    host = resolve(on, key, price)
-    remote_dir = remote_dir[2:] if remote_dir.startswith("~/") else remote_dir  # relative to home
-    options = SessionOptions(remote_python, RemoteLayout(remote_dir), ConnectOptions(wait=connect_wait))
-    launcher = open_launcher(host, paths.known_hosts_path(), options, out)
-    with launcher.session:
-        launcher.prepare(ref)
-        _sweep_and_report(launcher, ref, counts, args, store, timeout, force)
+    options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
+                            connect_wait=connect_wait, echo=out)
+    with open_launcher(on, options) as launcher:
+        _sweep_and_report(launcher, ref, points, args, store, timeout, force)
 
 
-def _counts(gpus: str | None) -> list[int] | None:
-    from gpubench.sweep import parse_counts
+def _points(gpus: str | None) -> list[SweepPoint] | None:
+    """--gpus 1,2,4: those counts on one node; None: the machine's default points."""
+    from gpubench.sweep import on_one_node, parse_counts
 
-    return parse_counts(gpus) if gpus is not None else None
+    return on_one_node(parse_counts(gpus)) if gpus is not None else None
 
 
-def _sweep_and_report(launcher, ref, counts, args, store, timeout, force) -> None:
+def _sweep_and_report(launcher, ref, points, args, store, timeout, force) -> None:
     from gpubench.results import new_run_id
-    from gpubench.sweep import SweepPlan, default_counts, sweep
+    from gpubench.sweep import SweepPlan, default_points, sweep
 
     machine = launcher.machine()
-    plan = SweepPlan(ref, counts or default_counts(machine), args, new_run_id(), timeout, force=force)
+    plan = SweepPlan(ref, points or default_points(machine), args, new_run_id(), timeout, force=force)
     result = sweep(launcher, plan, store, out)
     if not result.records and not result.skipped:
         err("error: no GPU count of the sweep fits this machine")

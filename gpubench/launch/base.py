@@ -3,35 +3,58 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, Protocol, runtime_checkable
 
 from gpubench.suite import WorkloadRef
 
 
+@dataclass(frozen=True, order=True)
+class SweepPoint:
+    """One configuration of a sweep: how many nodes, how many processes on each.
+    One process per GPU (per "GPU" on a CPU), so the world is nodes x procs_per_node."""
+
+    nodes: int
+    procs_per_node: int
+
+    @property
+    def world_size(self) -> int:
+        """Processes in all: the records' gpu_count and world_size."""
+        return self.nodes * self.procs_per_node
+
+    def describe(self) -> str:
+        """'1 gpu', '4 gpus'; across nodes '2 nodes x 4 gpus'."""
+        gpus = f"{self.procs_per_node} gpu{'s' if self.procs_per_node > 1 else ''}"
+        return gpus if self.nodes == 1 else f"{self.nodes} nodes x {gpus}"
+
+
 @dataclass(frozen=True)
 class Machine:
-    """What a sweep runs on, as the records and the report need it."""
+    """What a sweep runs on, as the records and the report need it. Every node
+    of it is alike: the GPUs and the price are those of one node."""
 
     provider: str
     instance_type: str
     gpu_name: str
-    gpu_count: int  # GPUs on the machine; 0 for a CPU-only machine
-    price_per_hour: float | None  # for the whole machine; None when unknown
+    gpu_count: int  # GPUs on one node; 0 for a CPU-only machine
+    price_per_hour: float | None  # for one whole node; None when unknown
     accelerator: str = "cuda"  # "cuda" or "cpu"
-    nodes: int = 1
+    max_nodes: int = 1  # how many nodes the launcher can span
 
     @property
     def max_procs(self) -> int | None:
         """The largest process count per node the machine can hold; None = no limit (CPU)."""
         return self.gpu_count if self.accelerator == "cuda" else None
 
-    def price_for(self, procs: int) -> float | None:
-        """The hourly price of the GPUs a run uses: a right-sized share of the machine."""
+    def price_for(self, point: SweepPoint) -> float | None:
+        """The hourly price of the GPUs a run uses: on each node a right-sized share
+        of it (all of it on a CPU, whose cores every process shares), times the nodes."""
         if self.price_per_hour is None:
             return None
         if self.accelerator != "cuda" or self.gpu_count <= 0:
-            return self.price_per_hour
-        return self.price_per_hour * procs / self.gpu_count
+            per_node = self.price_per_hour
+        else:
+            per_node = self.price_per_hour * point.procs_per_node / self.gpu_count
+        return per_node * point.nodes
 
 
 @dataclass
@@ -73,8 +96,53 @@ def cpu_threads_per_process(cpus: int, procs: int) -> str:
     return str(max(1, cpus // procs))
 
 
-class Launcher(Protocol):
-    def machine(self) -> Machine: ...
+def one_node_procs(point: SweepPoint) -> int:
+    """The process count of a point a single-node launcher runs; the sweep never hands
+    it more nodes than its Machine.max_nodes, so more is a caller's mistake."""
+    if point.nodes != 1:
+        raise ValueError(f"this launcher runs on one node, not {point.nodes}")
+    return point.procs_per_node
 
-    def run(self, workload: WorkloadRef, procs: int, workload_args: list[str],
-            on_line: LineSink, timeout: float) -> RunOutcome: ...
+
+@runtime_checkable
+class Launcher(Protocol):
+    """How the sweep gets a workload run at one point, wherever the machine is.
+
+    A launcher is opened ready to use (connected, its machine known) and is a
+    context manager: leaving the `with` closes it. A new way of launching is one
+    module whose class implements these methods, subclassing this protocol for the
+    context-manager methods, plus its entry in gpubench.launch.factory.
+    """
+
+    def machine(self) -> Machine:
+        """What the runs execute on: the records' provider, type, GPUs and price,
+        and how many GPUs per node and nodes a point may ask for. Cheap; no I/O."""
+        ...
+
+    def prepare(self, workload: WorkloadRef) -> None:
+        """Get the workload (and its project, its packages) where it runs, before its
+        first run; repeating it costs little. A no-op where it already is (locally).
+        Raises GpubenchError subclasses (SshError, RunError, ...) when it cannot."""
+        ...
+
+    def run(self, workload: WorkloadRef, point: SweepPoint, workload_args: list[str],
+            on_line: LineSink, timeout: float) -> RunOutcome:
+        """Run the workload once at `point` (within machine()'s limits), passing each
+        output line to `on_line`, and stop all of it after `timeout` seconds.
+
+        A run that fails or times out is an outcome (returncode != 0, error set), not
+        an exception. Raises when no outcome can be had: ConnectionLostError for a
+        link that could not be re-established, KeyboardInterrupt after stopping the
+        run; ValueError for a point the machine cannot hold."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what the launcher holds (connections, leases). Never raises
+        for a link already gone; calling it twice is harmless."""
+        ...
+
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 from gpubench.errors import RunError
-from gpubench.launch.base import (RECORD_ENV, LineSink, Machine, RunOutcome,
-                                  cpu_threads_per_process, record_args, shown_command)
+from gpubench.launch.base import (RECORD_ENV, Launcher, LineSink, Machine, RunOutcome, SweepPoint,
+                                  cpu_threads_per_process, one_node_procs, record_args,
+                                  shown_command)
 from gpubench.launch.gpu_sampling import LocalSampler, local_indices
 from gpubench.launch.process import failure_line, stream_process
 from gpubench.providers import registry
@@ -43,7 +44,9 @@ def torch_python() -> str:
     return sys.executable
 
 
-class LocalLauncher:
+class LocalLauncher(Launcher):
+    """torchrun --standalone on this machine: one node, nothing to copy, nothing to close."""
+
     def __init__(self, gpus: list[str] | None = None) -> None:
         self._gpus = local_gpus() if gpus is None else gpus
 
@@ -52,6 +55,12 @@ class LocalLauncher:
             return Machine("local", f"local-{len(self._gpus)}x-gpu", self._gpus[0],
                            len(self._gpus), 0.0, "cuda")
         return Machine("local", f"local-cpu-{os.cpu_count()}c", "cpu", 0, 0.0, "cpu")
+
+    def prepare(self, workload: WorkloadRef) -> None:
+        """Nothing to do: the workload runs from where it is."""
+
+    def close(self) -> None:
+        """Nothing held between runs."""
 
     def command(self, workload: WorkloadRef, procs: int, record_file: Path,
                 workload_args: list[str]) -> list[str]:
@@ -68,8 +77,9 @@ class LocalLauncher:
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
-    def run(self, workload: WorkloadRef, procs: int, workload_args: list[str],
+    def run(self, workload: WorkloadRef, point: SweepPoint, workload_args: list[str],
             on_line: LineSink, timeout: float) -> RunOutcome:
+        procs = one_node_procs(point)
         with tempfile.TemporaryDirectory(prefix="gpubench-") as tmp:
             record_file = Path(tmp) / "record.json"
             cmd = self.command(workload, procs, record_file, workload_args)

@@ -7,7 +7,7 @@ workers, which sit in sessions of their own), and a marker file in the remote
 runs directory while it lasts. Ctrl-C, a timeout, or a dropped connection then
 stops exactly the processes carrying that id, instead of leaving them on a paid
 GPU; a run orphaned by a connection that never came back is stopped when the
-next session opens. A dropped connection is re-established and the same count
+next session opens. A dropped connection is re-established and the same point
 runs again from the start.
 """
 
@@ -20,8 +20,9 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from gpubench.launch import gpu_sampling, leases, stop_tagged
-from gpubench.launch.base import (RECORD_ENV, LineSink, Machine, RunOutcome,
-                                  cpu_threads_per_process, record_args, shown_command)
+from gpubench.launch.base import (RECORD_ENV, Launcher, LineSink, Machine, RunOutcome, SweepPoint,
+                                  cpu_threads_per_process, one_node_procs, record_args,
+                                  shown_command)
 from gpubench.launch.process import failure_line
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, SshError
@@ -82,9 +83,12 @@ def machine_for(host: RemoteHost, env: RemoteEnv) -> Machine:
     return Machine(host.provider, itype, name, count, host.price_per_hour, "cuda")
 
 
-class SshLauncher:
+class SshLauncher(Launcher):
+    """torchrun --standalone on one machine over SSH, through a session that
+    reconnects; made by `connect`, which leaves it connected and holding its lease."""
+
     def __init__(self, session: RemoteSession, machine: Machine) -> None:
-        self.session = session
+        self._session = session
         self._machine = machine
         self._synced: set[Path] = set()
         self.controller = uuid.uuid4().hex  # this sweep, in the machine's run markers
@@ -99,27 +103,32 @@ class SshLauncher:
         for the suite, once per machine for its packages."""
         if workload.workdir is not None:
             if workload.workdir not in self._synced:
-                self.session.upload_workdir(workload.workdir)
+                self._session.upload_workdir(workload.workdir)
                 self._synced.add(workload.workdir)
         elif workload.script not in self._synced:
             suite = workloads_dir()
             script = None if workload.script.parent == suite else workload.script
-            self.session.upload(suite, script)
+            self._session.upload(suite, script)
             self._synced |= {p for p in suite.glob("*.py")} | ({script} if script else set())
-        self.session.install_requirements(workload.script)
+        self._session.install_requirements(workload.script)
+
+    def close(self) -> None:
+        """Close the connection, and with it the lease: its runs are left to the
+        next sweep to stop should any still run."""
+        self._session.close()
 
     # ------------------------------------------------------------------ commands
     def command(self, workload: WorkloadRef, procs: int, record_file: str,
                 workload_args: list[str]) -> list[str]:
         """The torchrun command as the machine runs it, paths relative to the remote base."""
-        return [*shlex.split(self.session.python), "-m", "torch.distributed.run", "--standalone",
+        return [*shlex.split(self._session.python), "-m", "torch.distributed.run", "--standalone",
                 f"--nproc_per_node={procs}", remote_script(workload),
                 *record_args(workload, record_file), *workload_args]
 
     def environment(self, procs: int) -> dict[str, str]:
         env = {"PYTHONUNBUFFERED": "1"}
-        if self.session.env is not None and not self.session.env.cuda_available:
-            env["OMP_NUM_THREADS"] = cpu_threads_per_process(self.session.env.cpu_count, procs)
+        if self._session.env is not None and not self._session.env.cuda_available:
+            env["OMP_NUM_THREADS"] = cpu_threads_per_process(self._session.env.cpu_count, procs)
         return env
 
     def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float,
@@ -136,29 +145,30 @@ class SshLauncher:
             sampler = (f"(env {RUN_TAG}={run_id} timeout {limit + 30} "
                        f"{shlex.join(gpu_sampling.sampler_command(sample_gpus))} "
                        f"< /dev/null > {samples_path(run_id)} 2>/dev/null &) && ")
-        return (f"cd {q(self.session.layout.base)} && mkdir -p runs && "
+        return (f"cd {q(self._session.layout.base)} && mkdir -p runs && "
                 f"printf %s {q(self.lease)} > runs/{run_id}.running && {sampler}"
                 f"export {RECORD_ENV}=\"$PWD/{record_path(run_id)}\" && cd {q(cwd)} && "
                 f"exec setsid -w env {RUN_TAG}={run_id} "
                 f"timeout -k 10 {limit} env {assignments} {shlex.join(cmd)}")
 
     # ------------------------------------------------------------------ running
-    def run(self, workload: WorkloadRef, procs: int, workload_args: list[str],
+    def run(self, workload: WorkloadRef, point: SweepPoint, workload_args: list[str],
             on_line: LineSink, timeout: float) -> RunOutcome:
-        """Run one count; after a dropped connection, reconnect and run it again.
+        """Run one point; after a dropped connection, reconnect and run it again.
 
-        The count has no record yet, so running it again from the start is resuming
-        the sweep at its first count without one. The session's reconnect budget
+        The point has no record yet, so running it again from the start is resuming
+        the sweep at its first point without one. The session's reconnect budget
         bounds the retries; once it is spent, ConnectionLostError reaches the caller.
         """
-        for _ in range(self.session.reconnects_left + 1):
+        procs = one_node_procs(point)
+        for _ in range(self._session.reconnects_left + 1):
             try:
                 return self._run_once(workload, procs, workload_args, on_line, timeout)
             except ConnectionLostError:
-                self.session.reconnect()  # raises once the reconnects are spent
+                self._session.reconnect()  # raises once the reconnects are spent
                 self.begin()  # also stops the run the lost connection orphaned
                 on_line("reconnected; running this count again from the start")
-        raise ConnectionLostError(f"lost the SSH connection to {self.session.target} too often")
+        raise ConnectionLostError(f"lost the SSH connection to {self._session.target} too often")
 
     def _run_once(self, workload: WorkloadRef, procs: int, workload_args: list[str],
                   on_line: LineSink, timeout: float) -> RunOutcome:
@@ -167,12 +177,12 @@ class SshLauncher:
         cmd = self.command(workload, procs, record_file, workload_args)
         cwd = remote_cwd(workload)
         # a suite workload samples its GPUs itself; a user's script is sampled from outside
-        sample = (list(range(procs)) if not workload.in_suite and self.session.env is not None
-                  and self.session.env.gpus else None)
+        sample = (list(range(procs)) if not workload.in_suite and self._session.env is not None
+                  and self._session.env.gpus else None)
         line = self.shell_line(run_id, cmd, self.environment(procs), timeout, cwd, sample)
         start = time.perf_counter()
         try:
-            result = self.session.conn.stream(line, on_line, timeout + LOCAL_MARGIN_S)
+            result = self._session.conn.stream(line, on_line, timeout + LOCAL_MARGIN_S)
         except ConnectionLostError:
             raise
         except BaseException:  # Ctrl-C: the run must not outlive us
@@ -189,7 +199,7 @@ class SshLauncher:
         if error and "ModuleNotFoundError" in error and not workload.in_suite and workload.workdir is None:
             error += " (only the script itself was sent: --workdir DIR sends its project)"
         script = remote_script(workload)
-        base = self.session.layout.base
+        base = self._session.layout.base
         where = base if cwd == "." else f"{base}/{cwd}"
         shown = shown_command([f"{where}/{arg}" if arg == script else arg for arg in cmd],
                               record_file)
@@ -201,11 +211,11 @@ class SshLauncher:
         """The run's record and GPU samples (when `wanted`), and its files removed
         from the machine."""
         q = shlex.quote
-        base = q(self.session.layout.base)
+        base = q(self._session.layout.base)
         files = [record_path(run_id), samples_path(run_id), f"runs/{run_id}.running"]
         show = (f"cat {base}/{files[0]} 2>/dev/null; echo; echo {q(SAMPLES_MARK)}; "
                 f"cat {base}/{files[1]} 2>/dev/null; " if wanted else "")
-        _, text = self.session.conn.capture(
+        _, text = self._session.conn.capture(
             f"{show}rm -f {' '.join(f'{base}/{f}' for f in files)}", 60)
         if not wanted:
             return None, ""
@@ -222,11 +232,11 @@ class SshLauncher:
         whose sweep is gone (its connection lost, or gpubench killed), this one's
         earlier connections included. One remote call does both."""
         q = shlex.quote
-        layout = self.session.layout
+        layout = self._session.layout
         self._connection_number += 1
         lease = f"{self.controller}.{self._connection_number}"
-        said = self.session.conn.hold(f"{self.session.python} -c {q(LEASES)} hold "
-                                      f"{q(layout.leases)} {lease} {q(layout.runs)}", leases.HELD)
+        said = self._session.conn.hold(f"{self._session.python} -c {q(LEASES)} hold "
+                                       f"{q(layout.leases)} {lease} {q(layout.runs)}", leases.HELD)
         self.lease = lease
         line = next((ln for ln in said.splitlines() if ln.startswith(leases.ORPHANS)), "")
         self.clear_leftovers([t for t in line.split()[1:] if t.isalnum()])
@@ -237,18 +247,18 @@ class SshLauncher:
         if not run_ids:
             return 0
         q = shlex.quote
-        runs = self.session.layout.runs
+        runs = self._session.layout.runs
         stopped = self.kill(run_ids)
-        self.session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.running" for i in run_ids]]), 30)
-        self.session.echo(f"{self.session.target}: cleared {len(run_ids)} run(s) left over from a lost "
-                          f"connection ({stopped} process(es) still running, now stopped)")
+        self._session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.running" for i in run_ids]]), 30)
+        self._session.echo(f"{self._session.target}: cleared {len(run_ids)} run(s) left over from a "
+                           f"lost connection ({stopped} process(es) still running, now stopped)")
         return stopped
 
     def kill(self, run_ids: list[str]) -> int:
         """Stop every process of the given runs on the machine; returns how many there were."""
         q = shlex.quote
-        _, text = self.session.conn.capture(
-            f"{self.session.python} -c {q(KILL_RUNS)} {KILL_GRACE_S} {' '.join(run_ids)}",
+        _, text = self._session.conn.capture(
+            f"{self._session.python} -c {q(KILL_RUNS)} {KILL_GRACE_S} {' '.join(run_ids)}",
             KILL_GRACE_S + 20)
         last = (text.split() or ["0"])[-1]
         return int(last) if last.isdigit() else 0
@@ -261,10 +271,10 @@ class SshLauncher:
             pass  # the link is gone too: the next session stops it, `timeout` bounds it
 
 
-def open_launcher(host: RemoteHost, known_hosts: Path, options: SessionOptions,
-                  echo: LineSink) -> SshLauncher:
+def connect(host: RemoteHost, known_hosts: Path, options: SessionOptions,
+            echo: LineSink) -> SshLauncher:
     """Connect to `host`, check its environment once, and return a launcher for it.
-    The caller closes `launcher.session` (a `with` on it does)."""
+    The caller closes the launcher (a `with` on it does)."""
     session = RemoteSession(host.target, known_hosts, options, echo)
     try:
         env = session.open()

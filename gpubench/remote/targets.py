@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import paths
+from gpubench.lifecycle.ledger import Ledger
 from gpubench.remote.errors import BadTargetError
 from gpubench.remote.target import SshTarget, check_key_file, looks_like_spec, parse_spec
 
@@ -47,11 +48,6 @@ def _default_key() -> Path | None:
 
 def _from_ledger(name: str, key_file: Path | None, price: float | None,
                  ledger_path: Path | None) -> RemoteHost:
-    try:
-        from gpubench.lifecycle.ledger import Ledger
-    except ImportError:
-        raise BadTargetError(f"--on {name}: no instance ledger in this version of gpubench; "
-                             "give the machine as user@host[:port] with --key FILE") from None
     with Ledger(ledger_path) as ledger:
         entry = ledger.find(name)  # raises a one-line error for an unknown name
     return host_from_entry(entry, key_file, price)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 
+from gpubench.launch.stop_tagged import TAG_VAR
 from tests.conftest import GPUBENCH, REPO, cpu_env
 
 SLEEPER = """\
@@ -25,30 +27,44 @@ def alive(pid: int) -> bool:
         return False
 
 
+def bystander(**env: str) -> subprocess.Popen:
+    """A process the run has nothing to do with, started beside it by this test."""
+    return subprocess.Popen(["sleep", "120"], env={**os.environ, **env})
+
+
 def test_timeout_stops_torchrun_and_its_workers(tmp_path):
     script = tmp_path / "sleeper.py"
     script.write_text(SLEEPER)
     results = tmp_path / "results"
     results.mkdir()
-    start = time.monotonic()
-    proc = subprocess.run([GPUBENCH, "run", str(script), "--gpus", "2", "--results", str(results),
-                           "--timeout", "8"],
-                          capture_output=True, text=True, timeout=90, cwd=REPO, env=cpu_env())
-    elapsed = time.monotonic() - start
+    # in this test's own process group, and one tagged as another run's
+    others = [bystander(), bystander(**{TAG_VAR: "another-run"})]
+    signalled: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: signalled.append(signum))
+    try:
+        start = time.monotonic()
+        proc = subprocess.run([GPUBENCH, "run", str(script), "--gpus", "2", "--results",
+                               str(results), "--timeout", "8"],
+                              capture_output=True, text=True, timeout=90, cwd=REPO, env=cpu_env())
+        elapsed = time.monotonic() - start
+        time.sleep(0.5)
+        assert [p.poll() for p in others] == [None, None], "a process outside the run was stopped"
+        assert signalled == [], "the test process itself was signalled"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for p in others:
+            p.kill()
+            p.wait(10)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert elapsed < 45, f"the run took {elapsed:.0f}s to stop"
     record = json.loads(next(results.glob("*.jsonl")).read_text())
     assert record["status"] == "failed" and record["error"] == "timed out after 8s"
     pids = [int(line.split()[-1]) for line in proc.stdout.splitlines() if " pid " in line]
     assert len(pids) == 2
-    time.sleep(0.5)
     assert not [p for p in pids if alive(p)], "a worker outlived its run"
-    assert os.getpid()  # the test process itself is untouched
 
 
 def test_ctrl_c_stops_the_run_and_its_workers(tmp_path):
-    import signal
-
     script = tmp_path / "sleeper.py"
     script.write_text(SLEEPER)
     results = tmp_path / "results"

@@ -5,9 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gpubench.launch.base import Machine
-from gpubench.sweep import default_counts, parse_counts
-
 
 def test_importing_the_cli_loads_no_heavy_library():
     code = ("import sys, gpubench.cli; "
@@ -16,11 +13,3 @@ def test_importing_the_cli_loads_no_heavy_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
-
-
-def test_default_sweep_counts():
-    cpu = Machine("local", "cpu", "cpu", 0, 0.0, "cpu")
-    assert default_counts(cpu) == [1, 2]
-    assert default_counts(Machine("x", "t", "H100", 8, 1.0)) == [1, 2, 4, 8]
-    assert default_counts(Machine("x", "t", "H100", 6, 1.0)) == [1, 2, 4]
-    assert parse_counts("1, 2,2,4") == [1, 2, 4]

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from gpubench import suite
-from gpubench.launch.ssh import open_launcher
+from gpubench.launch.base import SweepPoint
+from gpubench.launch.ssh import connect
 from gpubench.remote.connection import ConnectOptions
 from gpubench.remote.errors import ConnectionLostError
 from gpubench.remote.session import RemoteLayout, SessionOptions
@@ -27,8 +28,8 @@ def test_a_silent_link_is_noticed_within_the_dead_link_time(netns_sshd, tmp_path
                              ConnectOptions(connect_timeout=2, wait=2, retry_pause=0.5,
                                             keepalive_s=1, dead_link_s=3), reconnects=1)
     lines: list[str] = []
-    launcher = open_launcher(resolve(server.spec, server.key_file), tmp_path / "known_hosts",
-                             options, lines.append)
+    launcher = connect(resolve(server.spec, server.key_file), tmp_path / "known_hosts",
+                       options, lines.append)
     workload = suite.resolve(str(script))
     launcher.prepare(workload)
     cut_at: list[float] = []
@@ -39,8 +40,8 @@ def test_a_silent_link_is_noticed_within_the_dead_link_time(netns_sshd, tmp_path
             host.cut()
             cut_at.append(time.monotonic())
 
-    with launcher.session, pytest.raises(ConnectionLostError, match="could not reconnect"):
-        launcher.run(workload, 1, ["--sleep", "600"], on_line, RUN_TIMEOUT_S)
+    with launcher, pytest.raises(ConnectionLostError, match="could not reconnect"):
+        launcher.run(workload, SweepPoint(1, 1), ["--sleep", "600"], on_line, RUN_TIMEOUT_S)
     noticed_after = time.monotonic() - cut_at[0]
     # dead-link time 3 s + a keepalive period + one reconnect attempt (wait 2 s), against
     # the 300 s + 60 s it took before; the bound leaves room for a loaded machine

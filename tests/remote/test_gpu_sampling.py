@@ -9,9 +9,10 @@ import pytest
 
 from gpubench import suite
 from gpubench.launch import gpu_sampling
+from gpubench.launch.base import SweepPoint
 from gpubench.launch.local import LocalLauncher
 from gpubench.results import ResultsStore, new_run_id
-from gpubench.sweep import SweepPlan, sweep
+from gpubench.sweep import SweepPlan, on_one_node, sweep
 from tests.remote.conftest import make_sshd
 from tests.remote.helpers import open_session, tiny_script
 
@@ -77,7 +78,7 @@ def test_a_local_script_is_sampled_from_outside(tmp_path, fake_nvidia_smi, monke
     monkeypatch.setenv("PATH", f"{fake_nvidia_smi}:{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     script = tiny_script(tmp_path, name="tiny_sampled.py")
-    plan = SweepPlan(suite.resolve(str(script)), [1], ["--sleep", "1"], new_run_id(), 120)
+    plan = SweepPlan(suite.resolve(str(script)), on_one_node([1]), ["--sleep", "1"], new_run_id(), 120)
     result = sweep(LocalLauncher(gpus=["NVIDIA Stand-in 80GB"]), plan, ResultsStore(tmp_path),
                    lambda _: None)
     (record,) = result.records
@@ -94,9 +95,9 @@ def test_a_remote_script_is_sampled_beside_it(tmp_path, fake_nvidia_smi, gpubenc
         script = tiny_script(tmp_path, name="tiny_sampled_remote.py")
         launcher = open_session(server, remote_python, tmp_path)
         workload = suite.resolve(str(script))
-        with launcher.session:
+        with launcher:
             launcher.prepare(workload)
-            outcome = launcher.run(workload, 1, ["--sleep", "1"], lambda _: None, 60)
+            outcome = launcher.run(workload, SweepPoint(1, 1), ["--sleep", "1"], lambda _: None, 60)
     finally:
         server.stop()
     assert outcome.returncode == 0 and outcome.record is not None, outcome.output_tail

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from gpubench import suite
+from gpubench.launch.base import SweepPoint
 from gpubench.launch import leases
 from tests.remote.helpers import open_session, tiny_script
 
@@ -88,17 +89,17 @@ def test_a_second_sweep_leaves_a_running_one_alone(sshd, tmp_path, gpubench_home
             started.set()
 
     def run_first() -> None:
-        outcome["first"] = first.run(workload, 1, ["--sleep", "6"], on_line, 60)
+        outcome["first"] = first.run(workload, SweepPoint(1, 1), ["--sleep", "6"], on_line, 60)
 
-    with first.session:
+    with first:
         thread = threading.Thread(target=run_first)
         thread.start()
         assert started.wait(30), "\n".join(lines)
         echoed: list[str] = []
         second = open_session(sshd, remote_python, tmp_path, echo=echoed.append)
-        with second.session:
+        with second:
             second.prepare(workload)
-            result = second.run(workload, 1, [], echoed.append, 60)
+            result = second.run(workload, SweepPoint(1, 1), [], echoed.append, 60)
         thread.join(60)
     assert result.returncode == 0 and result.record is not None
     assert not any("left over" in line for line in echoed), echoed
@@ -147,7 +148,7 @@ def test_the_run_of_a_killed_gpubench_is_stopped_by_the_next_sweep(sshd, tmp_pat
     stopped = 0
     while time.monotonic() < deadline and not stopped:
         launcher = open_session(sshd, remote_python, tmp_path, echo=echoed.append)
-        launcher.session.close()
+        launcher.close()
         stopped = sum("left over" in line for line in echoed)
         time.sleep(0.5)
     assert stopped == 1, echoed

@@ -8,9 +8,10 @@ import pytest
 
 from gpubench import suite
 from gpubench.cli import main
+from gpubench.launch.base import SweepPoint
 from gpubench.remote.errors import ConnectionLostError
 from gpubench.results import ResultsStore
-from gpubench.sweep import SweepPlan, sweep
+from gpubench.sweep import SweepPlan, on_one_node, sweep
 from tests.remote.helpers import cli_args, open_session, tiny_script
 
 
@@ -65,7 +66,7 @@ def test_failed_run_is_recorded_and_the_sweep_goes_on(sshd, tmp_path, gpubench_h
 
 
 def _plan(script: Path, counts, args=()) -> SweepPlan:
-    return SweepPlan(suite.resolve(str(script)), list(counts), list(args), "run-test", 120)
+    return SweepPlan(suite.resolve(str(script)), on_one_node(counts), list(args), "run-test", 120)
 
 
 def _cut_when(sshd, marker: str, lines: list[str]):
@@ -86,8 +87,7 @@ def test_connection_cut_mid_run_reconnects_and_reruns_that_count(sshd, tmp_path,
     lines: list[str] = []
     echo = _cut_when(sshd, "rank 0 of 2 started", lines)
     launcher = open_session(sshd, remote_python, tmp_path, reconnects=2, echo=echo)
-    launcher.prepare(suite.resolve(str(script)))
-    with launcher.session:
+    with launcher:  # the sweep gets the script there first
         result = sweep(launcher, _plan(script, [1, 2], ["--sleep", "2", "--sleep-at", "2"]),
                        results, echo)
     assert [(r["gpu_count"], r["status"]) for r in result.records] == [(1, "ok"), (2, "ok")]
@@ -101,9 +101,8 @@ def test_sweep_resumes_at_first_count_without_a_record(sshd, tmp_path, gpubench_
     lines: list[str] = []
     echo = _cut_when(sshd, "rank 0 of 2 started", lines)
     launcher = open_session(sshd, remote_python, tmp_path, reconnects=0, echo=echo)
-    launcher.prepare(suite.resolve(str(script)))
     plan = _plan(script, [1, 2], ["--sleep", "30", "--sleep-at", "2"])
-    with launcher.session, pytest.raises(ConnectionLostError, match="could not reconnect"):
+    with launcher, pytest.raises(ConnectionLostError, match="could not reconnect"):
         sweep(launcher, plan, results, echo)
     assert [r["gpu_count"] for r in _records(tmp_path)] == [1]
     assert _running(script.name)  # orphaned on the machine by the lost connection
@@ -112,10 +111,10 @@ def test_sweep_resumes_at_first_count_without_a_record(sshd, tmp_path, gpubench_
     lines.clear()
     launcher = open_session(sshd, remote_python, tmp_path, echo=lines.append)
     plan.timeout = 1
-    with launcher.session:
+    with launcher:
         result = sweep(launcher, plan, results, lines.append)
     assert any("left over from a lost connection" in line for line in lines)
-    assert list(result.skipped) == [1]
+    assert list(result.skipped) == [SweepPoint(1, 1)]
     assert [(r["gpu_count"], r["error"]) for r in result.records] == [(2, "timed out after 1s")]
     assert _running(script.name) == []
 
@@ -130,8 +129,8 @@ def test_ctrl_c_stops_the_remote_run(sshd, tmp_path, gpubench_home, remote_pytho
         if "started" in line:
             raise KeyboardInterrupt
 
-    with launcher.session, pytest.raises(KeyboardInterrupt):
-        launcher.run(workload, 2, ["--sleep", "60"], interrupt, 120)
+    with launcher, pytest.raises(KeyboardInterrupt):
+        launcher.run(workload, SweepPoint(1, 2), ["--sleep", "60"], interrupt, 120)
     assert _running(script.name) == []
     assert list((tmp_path / "remote" / "runs").iterdir()) == []
 
@@ -152,7 +151,7 @@ def test_required_package_installed_once_per_machine(sshd, tmp_path, gpubench_ho
     script = tiny_script(tmp_path, header="# requires: typer\n")
     lines: list[str] = []
     launcher = open_session(sshd, remote_python, tmp_path, echo=lines.append)
-    with launcher.session:
+    with launcher:
         launcher.prepare(suite.resolve(str(script)))
         launcher.prepare(suite.resolve(str(script)))
     assert sum("installing typer" in line for line in lines) == 1

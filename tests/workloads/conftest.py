@@ -30,11 +30,11 @@ def sweep(tmp_path):
     """Run a suite workload at 1 and 2 gloo processes on the CPU; return its records."""
     from gpubench import suite
     from gpubench.results import ResultsStore, new_run_id
-    from gpubench.sweep import SweepPlan, run_sweep
+    from gpubench.sweep import SweepPlan, on_one_node, run_sweep
 
     def run(name: str, args: list[str], counts=(1, 2), expect: str = "ok") -> list[dict]:
         lines: list[str] = []
-        plan = SweepPlan(suite.resolve(name), list(counts), ["--warmup", "1", *args],
+        plan = SweepPlan(suite.resolve(name), on_one_node(counts), ["--warmup", "1", *args],
                          new_run_id(), timeout=120)
         (tmp_path / "results").mkdir(exist_ok=True)
         store = ResultsStore.for_writing(tmp_path / "results")

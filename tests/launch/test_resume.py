@@ -1,35 +1,43 @@
-"""Which counts a sweep skips as already recorded: same workload, provider,
-instance type, GPU, workload arguments and count, with an ok record."""
+"""Which points a sweep skips as already recorded: same workload, provider,
+instance type, GPU, workload arguments and point, with an ok record."""
 
 from pathlib import Path
 
-from gpubench.launch.base import Machine, RunOutcome
+from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.results import ResultsStore
 from gpubench.suite import WorkloadRef
-from gpubench.sweep import SweepPlan, sweep
+from gpubench.sweep import SweepPlan, on_one_node, sweep
 
 MACHINE = Machine("ssh", "box: 4x H100", "H100", 4, 8.0, "cuda")
 
 
-class FakeLauncher:
+class FakeLauncher(Launcher):
     def __init__(self, machine: Machine = MACHINE, fail_at: int = 0) -> None:
         self._machine = machine
         self.ran: list[int] = []
+        self.prepared: list[str] = []
         self.fail_at = fail_at
 
     def machine(self) -> Machine:
         return self._machine
 
-    def run(self, workload, procs, workload_args, on_line, timeout) -> RunOutcome:
+    def prepare(self, workload) -> None:
+        self.prepared.append(workload.name)
+
+    def run(self, workload, point, workload_args, on_line, timeout) -> RunOutcome:
+        procs = point.procs_per_node
         self.ran.append(procs)
         if procs == self.fail_at:
             return RunOutcome(1, None, ["torchrun"], 0.1, "RuntimeError: CUDA out of memory")
         return RunOutcome(0, {"status": "ok", "wall_seconds": 1.0, "throughput": 10.0 * procs},
                           ["torchrun"], 0.1)
 
+    def close(self) -> None:
+        pass
+
 
 def _plan(counts, args=(), force=False) -> SweepPlan:
-    return SweepPlan(WorkloadRef("w", Path("w.py"), True), list(counts), list(args), "r1", 60,
+    return SweepPlan(WorkloadRef("w", Path("w.py"), True), on_one_node(counts), list(args), "r1", 60,
                      force=force)
 
 
@@ -37,14 +45,14 @@ def test_skips_ok_counts_and_reruns_failed_ones(tmp_path):
     store = ResultsStore(tmp_path)
     first = FakeLauncher(fail_at=2)
     sweep(first, _plan([1, 2, 4]), store, lambda _: None)
-    assert first.ran == [1, 2, 4]
+    assert first.ran == [1, 2, 4] and first.prepared == ["w"]
 
     again = FakeLauncher()
     lines: list[str] = []
     result = sweep(again, _plan([1, 2, 4, 8]), store, lines.append)
     assert again.ran == [2]  # 8 does not fit, 1 and 4 are recorded, 2 had failed
-    assert sorted(result.skipped) == [1, 4]
-    assert any("skipping 8 GPUs" in line for line in lines)
+    assert sorted(result.skipped) == [SweepPoint(1, 1), SweepPoint(1, 4)]
+    assert any("skipping 8 GPUs: box: 4x H100 has 4" == line for line in lines)
 
 
 def test_force_and_different_arguments_or_machine_run_again(tmp_path):
@@ -58,3 +66,27 @@ def test_force_and_different_arguments_or_machine_run_again(tmp_path):
     ]:
         sweep(launcher, plan, store, lambda _: None)
         assert launcher.ran == [1, 2]
+
+
+def test_records_from_before_nodes_were_kept_count_as_one_node(tmp_path):
+    store = ResultsStore(tmp_path)
+    sweep(FakeLauncher(), _plan([1, 2]), store, lambda _: None)
+    old = store.load().records
+    for record in old:
+        del record["nodes"]
+    again = FakeLauncher()
+    result = sweep(again, _plan([1, 2]), _Holding(old), lambda _: None)
+    assert again.ran == [] and sorted(result.skipped) == [SweepPoint(1, 1), SweepPoint(1, 2)]
+
+
+class _Holding:
+    """A results store that holds the given records and takes new ones in memory."""
+
+    def __init__(self, records: list[dict]) -> None:
+        self.records = records
+
+    def load(self):
+        return self
+
+    def append(self, run_id: str, record: dict) -> None:
+        self.records.append(record)

@@ -1,0 +1,81 @@
+"""Which launcher an --on value means, decided in one place for `run` and `bench`.
+
+    (none)              this machine: torchrun --standalone here
+    NAME                an instance in the ledger, over SSH
+    user@host[:port]    a machine of the user's own, over SSH
+    SCHEME:REST         the launcher registered for SCHEME in SCHEMES
+
+A new way of launching (Slurm, a cluster of rented machines) is one module with
+`open_launcher(spec: str, options: LaunchOptions) -> Launcher` and one line in
+SCHEMES. Its module is imported only when its scheme is used, as the SSH one is
+only for an --on value, so the CLI starts without loading any of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpubench.launch.base import Launcher, LineSink
+from gpubench.remote.targets import RemoteHost, resolve
+
+DEFAULT_REMOTE_DIR = "gpubench"  # relative to the remote home
+
+# scheme -> module that opens its launchers, e.g. "slurm": "gpubench.launch.slurm"
+SCHEMES: dict[str, str] = {}
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How to reach and describe the machine an --on value names. Each launcher
+    takes what applies to it; this machine needs none of it."""
+
+    key: Path | None = None          # SSH private key [default: the ledger's, else gpubench's own]
+    price: float | None = None       # $/h of one node [default: the ledger's; else unknown]
+    remote_python: str = "python3"   # the Python with torch over there
+    remote_dir: str = DEFAULT_REMOTE_DIR  # working directory over there, relative to its home
+    connect_wait: float = 30.0       # seconds to keep trying a machine that does not answer
+    echo: LineSink = _quiet          # progress: connecting, the environment found, syncing
+    known_hosts: Path | None = None  # [default: gpubench's own known_hosts file]
+
+
+def open_launcher(on: str | RemoteHost | None, options: LaunchOptions = LaunchOptions()) -> Launcher:
+    """A launcher, opened and ready, for an --on value (None: this machine) or for a
+    machine already resolved (bench's freshly rented instance). The caller closes it:
+    `with open_launcher(...) as launcher:`. Bad values raise a one-line UsageError."""
+    if on is None:
+        return _open_local()
+    if isinstance(on, RemoteHost):
+        return _open_ssh(on, options)
+    scheme, colon, rest = on.partition(":")
+    if colon and scheme in SCHEMES:
+        return importlib.import_module(SCHEMES[scheme]).open_launcher(rest, options)
+    return _open_ssh(resolve(on, options.key, options.price), options)
+
+
+def _open_local() -> Launcher:
+    from gpubench.launch.local import LocalLauncher, torch_python
+
+    torch_python()  # no torch here: one line now, not a failed record per point
+    return LocalLauncher()
+
+
+def _open_ssh(host: RemoteHost, options: LaunchOptions) -> Launcher:
+    from gpubench import paths
+    from gpubench.launch.ssh import connect
+    from gpubench.remote.connection import ConnectOptions
+    from gpubench.remote.session import RemoteLayout, SessionOptions
+
+    session = SessionOptions(options.remote_python, RemoteLayout(remote_base(options.remote_dir)),
+                             ConnectOptions(wait=options.connect_wait))
+    return connect(host, options.known_hosts or paths.known_hosts_path(), session, options.echo)
+
+
+def remote_base(remote_dir: str) -> str:
+    """--remote-dir as the remote layout takes it: '~/x' is 'x', relative to the home."""
+    return remote_dir[2:] if remote_dir.startswith("~/") else remote_dir
