@@ -100,16 +100,16 @@ def test_the_harness_writes_the_workloads_fields(world_of_one):
 
 
 def finished(record: dict | None, in_suite: bool, error: str | None = None) -> dict:
-    from gpubench.launch.base import Machine, RunOutcome
+    from gpubench.launch.base import Machine, RunOutcome, SweepPoint
     from gpubench.recording import finish_record
     from gpubench.suite import WorkloadRef
     from gpubench.sweep import SweepPlan
 
     ref = WorkloadRef("w" if in_suite else "train.py", Path("train.py"), in_suite)
-    plan = SweepPlan(ref, [2], ["--steps", "3"], "run-1")
+    plan = SweepPlan(ref, [SweepPoint(1, 2)], ["--steps", "3"], "run-1")
     machine = Machine("p", "p.8x", "G100", 8, 8.0)
     outcome = RunOutcome(0 if error is None else 1, record, ["torchrun", "w.py"], 12.0, error)
-    return finish_record(outcome, plan, machine, 2)
+    return finish_record(outcome, plan, machine, SweepPoint(1, 2))
 
 
 def test_gpubench_writes_its_fields():
