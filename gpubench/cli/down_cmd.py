@@ -14,7 +14,8 @@ from gpubench.cli.render import err, format_dollars, out
 def down(
     name: InstanceNameArg = None,
     all_: Annotated[bool, typer.Option("--all", help="Every instance in the ledger.")] = False,
-    orphans: Annotated[bool, typer.Option("--orphans", help="gpubench-* instances the ledger lacks.")] = False,
+    orphans: Annotated[bool, typer.Option(
+        "--orphans", help="gpubench-* instances the ledger lacks.")] = False,
     yes: YesOpt = False,
     timeout: GoneTimeoutOpt = 180.0,
 ) -> None:
