@@ -32,6 +32,9 @@ def bench(
                                            "script(s) in --workload: sent whole, and runs start in it."),
     results: Optional[Path] = typer.Option(None, "--results", help="Results directory [default: ./results]."),
     timeout: float = typer.Option(3600.0, "--timeout", min=1, help="Seconds allowed for each run."),
+    attempts: int = typer.Option(3, "--attempts", help="Launches to try before giving up."),
+    boot_timeout: float = typer.Option(900.0, "--boot-timeout", help="Seconds to reach running."),
+    ssh_timeout: float = typer.Option(300.0, "--ssh-timeout", help="Seconds for SSH to answer."),
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -53,7 +56,8 @@ def bench(
                     "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
-                       name, keep, force, timeout, remote_python)
+                       name, keep, force, timeout, remote_python, attempts=attempts,
+                       boot_timeout=boot_timeout, ssh_timeout=ssh_timeout)
     result = run_bench(req, store, out)
 
     from gpubench.report.render import render_report
