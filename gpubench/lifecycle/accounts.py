@@ -77,6 +77,17 @@ def adopt(entry: LedgerEntry, provider: Provider) -> dict:
     return account_columns(identified(provider))
 
 
+def in_use(entry: LedgerEntry, provider: Provider) -> str:
+    """What differs on the connected side: "the API key in use (fingerprint ...)", or
+    the endpoint when that is what differs."""
+    mine, current = entry.account, connected(provider)
+    if current is None:
+        return "the API key in use"
+    if mine is not None and mine.endpoint != current.endpoint:
+        return f"the endpoint in use ({current.endpoint})"
+    return f"the API key in use (fingerprint {current.key_fingerprint})"
+
+
 def fingerprint(provider: Provider) -> str:
     current = connected(provider)
     return current.key_fingerprint if current is not None else "unknown"

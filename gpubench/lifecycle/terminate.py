@@ -207,9 +207,9 @@ def take_down_entry(ledger: Ledger, entry: LedgerEntry, provider: Provider, dead
       while its launch call may still be going on (see find_by_name)."""
     if accounts.relation(entry, provider) is Relation.OTHER and not _owned_here(provider, entry):
         return DownResult(entry.name, entry.provider, entry.instance_id, False, entry.cost(),
-                          f"{accounts.describe_other(entry, provider)}; the key in use (fingerprint "
-                          f"{accounts.fingerprint(provider)}) cannot see it: run this again with the "
-                          f"key it was launched with", reached=False)
+                          f"{accounts.describe_other(entry, provider)}; {accounts.in_use(entry, provider)} "
+                          f"cannot see it: run this again with the key and endpoint it was launched "
+                          f"with", reached=False)
     if entry.status is LedgerStatus.TERMINATED:
         return _look_again(ledger, entry, provider, deadline_s, say)
     if not entry.instance_id:

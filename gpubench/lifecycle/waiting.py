@@ -31,12 +31,12 @@ class Reminder:
     """Say what a wait is waiting for once it has lasted REMIND_AFTER_S, then every
     REMIND_EVERY_S: call it on every poll with the line to say."""
 
-    def __init__(self, say: Callable[[str], None], first_s: float = REMIND_AFTER_S,
-                 every_s: float = REMIND_EVERY_S) -> None:
+    def __init__(self, say: Callable[[str], None], first_s: float | None = None,
+                 every_s: float | None = None) -> None:
         self.say = say
-        self.every_s = every_s
+        self.every_s = REMIND_EVERY_S if every_s is None else every_s
         self.started = time.monotonic()
-        self._next = self.started + first_s
+        self._next = self.started + (REMIND_AFTER_S if first_s is None else first_s)
 
     @property
     def elapsed(self) -> float:
