@@ -17,6 +17,7 @@ from typing import Callable
 
 from gpubench.lifecycle import sightings
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.lifecycle.status import BadTransitionError
 from gpubench.providers import registry
 from gpubench.providers.common import (NAME_PREFIX, Instance, InstanceState, MissingKeyError,
                                        Provider, ProviderError)
@@ -119,9 +120,14 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
     for entry in ledger.entries(include_done=include_done):
         inst, note = None, entry.note or ""
         if entry.active and entry.provider in listed:
-            sighting = sightings.check(ledger, entry, providers[entry.provider],
-                                       listed[entry.provider], now)
-            entry, inst, note = sighting.entry, sighting.instance, sighting.note
+            try:
+                sighting = sightings.check(ledger, entry, providers[entry.provider],
+                                           listed[entry.provider], now)
+                entry, inst, note = sighting.entry, sighting.instance, sighting.note
+            except BadTransitionError:
+                # Another process (a provision, a down) moved the row meanwhile: its word stands.
+                entry = ledger.get(entry.row_id)
+                note = entry.note or ""
         elif entry.active:
             note = "provider not checked"
         if inst is not None:
@@ -133,7 +139,7 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
             status=(inst.raw_status or inst.status.value) if inst else entry.status.value,
             gpus=_gpus(entry.gpu_count, entry.gpu_name), price_per_hour=entry.price_per_hour,
             uptime_s=entry.uptime_s(now), cost=entry.cost(now),
-            ssh=entry.ssh_alias if entry.status.reachable else None,
+            ssh=entry.ssh_alias if entry.active and entry.may_answer_ssh else None,
             note=note, entry=entry, instance=inst))
     for provider, instances in listed.items():
         for inst in instances:

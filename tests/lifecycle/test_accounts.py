@@ -164,6 +164,23 @@ def test_a_rotated_key_is_the_same_account_once_its_list_shows_the_row():
     assert row.status is S.READY and row.account == MEM_ACCOUNT
 
 
+def test_a_rotated_key_of_an_account_the_provider_names_is_the_same_account():
+    class Named(Cloud):
+        def lookup_account_id(self):
+            self.lookups = getattr(self, "lookups", 0) + 1
+            return "42"
+
+    cloud = Named()
+    with Ledger() as ledger:
+        row = _ready(ledger, cloud, "w", account=replace(OTHER_KEY, account_id="42"))
+        assert relation(row, cloud) is Relation.SAME and cloud.lookups == 1
+        cloud.instances.clear()
+        _ls(ledger, cloud)                   # its own account: a lookup by id settles it
+        assert ledger.find("w").termination_confirmed
+        row = _ready(ledger, cloud, "v", account=replace(OTHER_KEY, account_id="43"))
+        assert relation(row, cloud) is Relation.OTHER
+
+
 def test_a_row_left_out_of_one_list_is_looked_up_and_stays():
     cloud = Hiding(hidden=1)
     with Ledger() as ledger:

@@ -21,7 +21,7 @@ from gpubench.cli import main  # noqa: E402
 from gpubench.lifecycle.ledger import Ledger  # noqa: E402
 from gpubench.lifecycle.status import LedgerStatus  # noqa: E402
 from gpubench.providers import registry  # noqa: E402
-from gpubench.providers.common import NAME_PREFIX, TransportError  # noqa: E402
+from gpubench.providers.common import NAME_PREFIX, Account, TransportError, key_fingerprint  # noqa: E402
 
 PROVIDERS = ["lambda", "vast", "runpod"]
 
@@ -75,6 +75,10 @@ def test_a_list_from_another_endpoint_writes_off_nothing(two_clouds, capsys, mon
     for provider in PROVIDERS:
         code, out, err = gb(capsys, "provision", provider, "--gpus", "1", "--name", f"w-{provider}", "--yes")
         assert code == 0, err
+        row = Ledger().find(f"w-{provider}")
+        assert row.account == Account(provider, first.base_url, key_fingerprint(first.env()[
+            registry.entry(provider).key_var]), row.account_id)
+        assert row.account_id == ("424242" if provider == "vast" else None)   # only Vast names it
 
     _point_at(second, monkeypatch)        # the same variables, another endpoint: another account
     code, out, err = gb(capsys, "ls", "--format", "json")
