@@ -157,7 +157,8 @@ class LedgerEntry:
 
     @property
     def reachable(self) -> bool:
-        """Live with an SSH address: what ssh_config and `gpubench ssh` may use."""
+        """Running or ready with an SSH address: what `ls` and `gpubench ssh` take as up
+        (see may_answer_ssh for what is still worth trying)."""
         return self.status.reachable and bool(self.ssh_host)
 
     @property

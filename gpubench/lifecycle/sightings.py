@@ -64,7 +64,7 @@ def seen(ledger: Ledger, entry: LedgerEntry, provider: Provider, inst: Instance,
     if inst.status is InstanceState.TERMINATED:
         return ledger.mark(entry.row_id, LedgerStatus.TERMINATED, "terminated_confirmed_at", **values)
     if entry.status is LedgerStatus.MISSING:
-        values.update(status=entry.boot_status(), note="listed again")
+        values.update(status=entry.boot_status(), note="seen again by its provider")
     status = values.get("status", entry.status)
     if inst.ssh_host and not entry.ssh_host:
         values.update(ssh_host=inst.ssh_host, ssh_port=inst.ssh_port, ssh_user=inst.ssh_user)

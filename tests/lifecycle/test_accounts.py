@@ -202,7 +202,7 @@ def test_missing_until_listed_again_then_back_where_it_was():
         cloud.get_fails = False
         _ls(ledger, cloud)
         back = ledger.find("w")
-    assert back.status is S.READY and back.note == "listed again"
+    assert back.status is S.READY and back.note == "seen again by its provider"
 
 
 def test_a_row_its_own_account_cannot_find_is_confirmed_gone():

@@ -133,7 +133,7 @@ def test_a_machine_left_out_of_a_list_goes_missing_and_comes_back(cloud, capsys,
     assert r.returncode == 0 and "still-here" in r.stdout and "'h' is missing" in r.stderr
 
     code, out, err = gb(capsys, "ls", "--format", "json")   # listed again
-    assert json.loads(out)[0]["note"] == "listed again"
+    assert json.loads(out)[0]["note"] == "seen again by its provider"
     assert Ledger().find("h").status is LedgerStatus.READY
 
     cloud.set_faults("vast:hide-from-list@1")
