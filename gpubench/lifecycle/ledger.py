@@ -34,10 +34,10 @@ from gpubench.providers.common import Account
 
 # How long after a row is written its launch call may still be going on (in this or
 # another process) when the row does not say the call ended: the call's own time limit
-# (the HTTP timeout, 30 s by default, with room for a retry after a 429) and the moment
-# a provider takes to list what it just created. Until then a list without the
-# instance proves nothing; after it, a full list of the row's account does.
-LAUNCH_IN_FLIGHT_S = 120.0
+# (the HTTP timeout, 30 s by default, and a retry after a refused connection or a 429)
+# and the moment a provider takes to list what it just created. Until then a list
+# without the instance proves nothing; after it, a full list of the row's account does.
+LAUNCH_IN_FLIGHT_S = 60.0
 PHASES = ("requested_at", "created_at", "running_at", "ssh_ready_at",
           "terminate_requested_at", "terminated_confirmed_at")
 
