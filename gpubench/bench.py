@@ -37,6 +37,9 @@ class BenchRequest:
     timeout: float = 3600.0           # per run
     remote_python: str = "python3"
     remote_dir: str = "gpubench"
+    attempts: int = 3                 # launches to try, as provision's --attempts
+    boot_timeout: float = 900.0       # seconds to reach running, as provision's --boot-timeout
+    ssh_timeout: float = 300.0        # seconds for SSH to answer, as provision's --ssh-timeout
 
 
 @dataclass
@@ -64,13 +67,15 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
     """Provision, sweep every workload, terminate; the result says what it cost."""
     from gpubench.lifecycle import provision as lifecycle_provision
     from gpubench.lifecycle.ledger import Ledger
-    from gpubench.lifecycle.provision import DEFAULT_IMAGE, ProvisionRequest, default_name
+    from gpubench.lifecycle.provision import DEFAULT_IMAGE, Deadlines, ProvisionRequest, default_name
     from gpubench.providers import registry
 
     registry.check(req.provider)
     name = req.name or default_name(req.provider)
     preq = ProvisionRequest(req.provider, req.gpus, req.gpu_type, req.disk_gb,
-                            req.image or DEFAULT_IMAGE, name=name, max_price=req.max_price)
+                            req.image or DEFAULT_IMAGE, name=name, max_price=req.max_price,
+                            attempts=req.attempts,
+                            deadlines=Deadlines(running_s=req.boot_timeout, ssh_s=req.ssh_timeout))
     prov, offers = lifecycle_provision.connect_and_plan(preq, provider)
     best = offers[0]
     echo(f"renting {best.gpu_count}x {best.gpu_name} on {req.provider} "

@@ -4,6 +4,7 @@ instances, one state enum, and typed errors that carry the provider's own words.
 from __future__ import annotations
 
 import enum
+import hashlib
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -60,6 +61,35 @@ class LaunchSpec:
     name: str = ""
     interruptible: bool = False
     ssh_key: SshKeyRef | None = None   # from ensure_ssh_key; every launch needs one to log in
+
+
+def key_fingerprint(api_key: str) -> str:
+    """A short, non-secret name for an API key: the first 12 hex digits of its sha256.
+    Enough to tell two keys apart in the ledger and on screen; the key cannot be
+    recovered from it."""
+    return hashlib.sha256(api_key.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Account:
+    """Whose machines a connected adapter sees: the provider, the API's endpoint, a
+    fingerprint of the API key (never the key) and, where the API tells it, the
+    provider's own id of the account. A provider's list speaks only for its account,
+    so a ledger row is checked against the list of the account it was launched under."""
+
+    provider: str
+    endpoint: str                  # the base URL, without the API path or a trailing "/"
+    key_fingerprint: str
+    account_id: str | None = None
+
+    def same_as(self, other: "Account") -> bool:
+        """One account: the same provider and endpoint, and the same key, or a rotated
+        key whose account id the provider gave both times."""
+        if (self.provider, self.endpoint) != (other.provider, other.endpoint):
+            return False
+        if self.key_fingerprint == other.key_fingerprint:
+            return True
+        return self.account_id is not None and self.account_id == other.account_id
 
 
 @dataclass
@@ -206,6 +236,9 @@ class Provider(Protocol):
     """
 
     name: str
+    #: Whose machines this adapter sees; set by registry.get (None for an adapter built
+    #: by hand, whose account is unknown).
+    account: Account | None
 
     def offers(self, gpus: int | None = None, gpu_type: str | None = None,
                interruptible: bool = False) -> list[Offer]:
@@ -249,6 +282,12 @@ class Provider(Protocol):
         """Ask for the instance to be destroyed. Returns when the provider accepted the
         request, not when the machine is gone: confirm with get() (TERMINATED or
         NotFoundError). Raises NotFoundError for an id the provider does not know."""
+        ...
+
+    def lookup_account_id(self) -> str | None:
+        """The provider's own id of the account the API key belongs to, where its API
+        has a documented call for it (one call, remembered); None where it has none.
+        Raises only the common errors above."""
         ...
 
 

@@ -73,35 +73,76 @@ class KeyFile:
 
 
 class ConfigError(GpubenchError):
-    """gpubench's config.toml cannot be read."""
+    """gpubench's config.toml, or a key in it, cannot be used."""
+
+
+def config_path() -> Path:
+    return paths.config_dir() / "config.toml"
 
 
 def load_config() -> dict:
-    path = paths.config_dir() / "config.toml"
+    """config.toml as a dict ({} when there is none). Whatever is wrong with the file
+    (a directory, no permission, not UTF-8, not TOML) is one ConfigError line naming it."""
+    path = config_path()
     if not path.exists():
         return {}
     try:
-        return tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
+        text = path.read_bytes().decode("utf-8")
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
+                          f"{e.start}); save it as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+
+
+def _config_key(provider: str) -> str | None:
+    """api_key under [provider] in config.toml; a section or key of the wrong type is an error."""
+    section = load_config().get(provider)
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{config_path()}: '{provider}' must be a section ([{provider}]), "
+                          f"not a {type(section).__name__}")
+    key = section.get("api_key")
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise ConfigError(f"{config_path()}: api_key under [{provider}] must be a string in quotes, "
+                          f"not a {type(key).__name__}")
+    return key.strip() or None
+
+
+def _usable(key: str, source: str) -> str:
+    """An API key travels in an HTTP header: printable ASCII only. Anything else is a
+    broken copy-paste, said here instead of failing inside the HTTP client."""
+    if not all(33 <= ord(c) < 127 for c in key):
+        raise ConfigError(f"{source}: the API key has characters an API key cannot hold "
+                          "(spaces, accents or control characters); paste it again")
+    return key
 
 
 def api_key(entry: "ProviderEntry") -> str:
     """The first key found for the provider, or MissingKeyError naming where to put one."""
     if os.environ.get(entry.key_var, "").strip():
-        return os.environ[entry.key_var].strip()
+        return _usable(os.environ[entry.key_var].strip(), f"${entry.key_var}")
     for key_file in entry.key_files:
         path = key_file.path()
         try:
             if path.is_file():
                 key = key_file.read(path)
                 if key:
-                    return key
+                    return _usable(key, str(path))
         except (OSError, ValueError, tomllib.TOMLDecodeError):
             continue  # an unreadable tool file falls through to the next source
-    section = load_config().get(entry.name)
-    if isinstance(section, dict) and str(section.get("api_key", "")).strip():
-        return str(section["api_key"]).strip()
+    key = _config_key(entry.name)
+    if key:
+        return _usable(key, f"{config_path()} [{entry.name}]")
     raise MissingKeyError(entry.name, "credentials",
                           f"set {entry.key_var}, or api_key under [{entry.name}] in "
                           f"{paths.config_dir() / 'config.toml'}")

@@ -17,7 +17,7 @@ import re
 
 import requests
 
-from gpubench.providers.common import (CapacityError, Instance, InstanceState, InvalidRequestError,
+from gpubench.providers.common import (Account, CapacityError, Instance, InstanceState, InvalidRequestError,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
                                        SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
@@ -62,6 +62,7 @@ def connect(api_key: str, base_url: str = DEFAULT_URL,
 @checked_answers
 class LambdaCloud:
     name = NAME
+    account: Account | None = None   # set by registry.get
 
     def __init__(self, client: HttpClient) -> None:
         self.client = client
@@ -150,6 +151,9 @@ class LambdaCloud:
 
     def terminate(self, instance_id: str) -> None:
         self._data("POST", "/instance-operations/terminate", json={"instance_ids": [instance_id]})
+
+    def lookup_account_id(self) -> str | None:
+        return None     # Cloud API v1 has no call that names the account
 
     def _instance(self, raw: dict) -> Instance:
         itype = raw.get("instance_type") or {}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gpubench.errors import UsageError
 from gpubench.providers import credentials
-from gpubench.providers.common import Provider
+from gpubench.providers.common import Account, Provider, key_fingerprint
 from gpubench.providers.credentials import KeyFile
 
 
@@ -108,11 +108,28 @@ def base_url(name: str, default: str) -> str:
     return os.environ.get(entry(name).url_var) or default
 
 
+def endpoint(name: str, url: str) -> str:
+    """A base URL as accounts compare it: without a trailing "/" or the API's own path,
+    so that an override that names the path and one that does not are the same."""
+    url = url.strip().rstrip("/")
+    path = entry(name).api_path
+    if path and url.lower().endswith(path.lower()):
+        url = url[:-len(path)].rstrip("/")
+    return url.lower()
+
+
 def get(name: str) -> Provider:
-    """A connected adapter for `name`; raises MissingKeyError when it has no API key."""
+    """A connected adapter for `name`, carrying the account its key belongs to (the id
+    is not looked up here: see lookup_account_id); raises MissingKeyError when it has
+    no API key."""
     e = entry(name)
     module = importlib.import_module(e.module)
-    return module.connect(credentials.api_key(e), base_url(name, module.DEFAULT_URL))
+    api_key = credentials.api_key(e)
+    url = base_url(name, module.DEFAULT_URL)
+    adapter = module.connect(api_key, url)
+    if hasattr(adapter, "account"):     # declared by every adapter (the Provider protocol)
+        adapter.account = Account(name, endpoint(name, url), key_fingerprint(api_key))
+    return adapter
 
 
 def _spoken(words: list[str], conjunction: str) -> str:

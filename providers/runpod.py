@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import requests
 
-from gpubench.providers.common import (CapacityError, Instance, InstanceState,
+from gpubench.providers.common import (Account, CapacityError, Instance, InstanceState,
                                        InvalidRequestError, LaunchSpec, NotFoundError, Offer,
                                        SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
@@ -60,6 +60,7 @@ def connect(api_key: str, base_url: str = DEFAULT_URL,
 @checked_answers
 class RunPod:
     name = NAME
+    account: Account | None = None   # set by registry.get
     default_user = "root"
 
     def __init__(self, client: HttpClient) -> None:
@@ -144,6 +145,9 @@ class RunPod:
 
     def terminate(self, instance_id: str) -> None:
         self.client.request("DELETE", f"/v2/pods/{instance_id}")
+
+    def lookup_account_id(self) -> str | None:
+        return None     # REST v2 has no call that names the account (only legacy GraphQL's `myself`)
 
     def _instance(self, pod: dict) -> Instance:
         status = pod.get("status", "")

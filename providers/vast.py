@@ -17,7 +17,7 @@ import json
 
 import requests
 
-from gpubench.providers.common import (AuthError, CapacityError, Instance, InstanceState,
+from gpubench.providers.common import (Account, AuthError, CapacityError, Instance, InstanceState,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
                                        SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
@@ -66,10 +66,12 @@ def connect(api_key: str, base_url: str = DEFAULT_URL,
 class Vast:
     name = NAME
     default_user = "root"
+    account: Account | None = None   # set by registry.get
 
     def __init__(self, client: HttpClient, disk_gb: int = 100) -> None:
         self.client = client
         self.disk_gb = disk_gb   # what offers are priced for; launch sends the spec's size
+        self._account_id: str | None = None
 
     def _call(self, method: str, path: str, **kw):
         try:
@@ -177,6 +179,15 @@ class Vast:
 
     def terminate(self, instance_id: str) -> None:
         self._call("DELETE", f"/api/v0/instances/{instance_id}/", json={})
+
+    # -- account ------------------------------------------------------------
+    def lookup_account_id(self) -> str | None:
+        """The user id from GET /api/v0/users/current/ (the `vastai show user` call)."""
+        if self._account_id is None:
+            body = self._call("GET", "/api/v0/users/current/")
+            uid = body.get("id") if isinstance(body, dict) else None
+            self._account_id = None if uid is None or isinstance(uid, bool) else str(uid)
+        return self._account_id
 
     def _instance(self, raw: dict) -> Instance:
         status = raw.get("actual_status")

@@ -7,9 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
+from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
                                   MaxPriceOpt, NameOpt, ProviderArg, RemotePythonOpt, ResultsOpt,
-                                  RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
+                                  RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg,
+                                  YesOpt)
 from gpubench.cli.render import out
 
 
@@ -33,6 +34,9 @@ def bench(
     workdir: WorkdirOpt = None,
     results: ResultsOpt = None,
     timeout: RunTimeoutOpt = 3600.0,
+    attempts: AttemptsOpt = 3,
+    boot_timeout: BootTimeoutOpt = 900.0,
+    ssh_timeout: SshTimeoutOpt = 300.0,
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -47,7 +51,8 @@ def bench(
                     "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
-                       name, keep, force, timeout, remote_python)
+                       name, keep, force, timeout, remote_python, attempts=attempts,
+                       boot_timeout=boot_timeout, ssh_timeout=ssh_timeout)
     result = run_bench(req, store, out)
 
     from gpubench.report.render import render_report

@@ -53,6 +53,11 @@ DiskOpt = Annotated[int, typer.Option("--disk", help=DISK_HELP)]
 ImageOpt = Annotated[Optional[str], typer.Option("--image", help=IMAGE_HELP)]
 NameOpt = Annotated[Optional[str], typer.Option("--name", help=NAME_HELP)]
 
+# How hard provisioning tries (provision, bench).
+AttemptsOpt = Annotated[int, typer.Option("--attempts", help="Launches to try before giving up.")]
+BootTimeoutOpt = Annotated[float, typer.Option("--boot-timeout", help="Seconds to reach running.")]
+SshTimeoutOpt = Annotated[float, typer.Option("--ssh-timeout", help="Seconds for SSH to answer.")]
+
 # An instance gpubench already has (down, ssh); required where no default is given.
 INSTANCE_NAME_HELP = "Instance name (see 'gpubench ls')."
 InstanceNameArg = Annotated[Optional[str], typer.Argument(help=INSTANCE_NAME_HELP)]

@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (DiskOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxPriceOpt, NameOpt,
-                                  ProviderArg, YesOpt)
+from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
+                                  MaxPriceOpt, NameOpt, ProviderArg, SshTimeoutOpt, YesOpt)
 from gpubench.cli.render import err, format_dollars, out
 
 
@@ -27,10 +27,9 @@ def provision(
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Show what would be rented; rent nothing.")] = False,
     yes: YesOpt = False,
-    attempts: Annotated[int, typer.Option("--attempts", help="Launches to try before giving up.")] = 3,
-    boot_timeout: Annotated[float, typer.Option(
-        "--boot-timeout", help="Seconds to reach running.")] = 900.0,
-    ssh_timeout: Annotated[float, typer.Option("--ssh-timeout", help="Seconds for SSH to answer.")] = 300.0,
+    attempts: AttemptsOpt = 3,
+    boot_timeout: BootTimeoutOpt = 900.0,
+    ssh_timeout: SshTimeoutOpt = 300.0,
 ) -> None:
     """Rent a machine with GPUS GPUs, wait until SSH answers, and print how to reach it."""
     from gpubench.lifecycle.ledger import Ledger

@@ -3,7 +3,10 @@ imports one above it):
 
 - status.py     the ledger's statuses and the transitions between them
 - waiting.py    the poll interval and the one way to wait for a deadline
-- ledger.py     every instance ever asked for, in sqlite (written before each launch)
+- ledger.py     every instance ever asked for, in sqlite (written before each launch),
+                with the account it was launched under
+- accounts.py   whose word counts for a row: its account beside the connected one
+- sightings.py  what a row's own account says of it now (list, then lookup by id)
 - keys.py       gpubench's SSH key pair, pinned host keys, the SSH login probe
 - sshconfig.py  <config>/ssh_config written from the ledger; the `gpubench ssh` argv
 - terminate.py  terminate until the provider confirms, and the ledger marks around it

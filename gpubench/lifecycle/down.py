@@ -49,7 +49,8 @@ class DownTarget:
     instance: Instance | None = None
 
     def describe(self) -> str:
-        return f"{self.name} ({self.provider} {self.instance_id or 'id unknown'})"
+        unsure = ", terminated by the ledger's word only" if self.entry and not self.entry.active else ""
+        return f"{self.name} ({self.provider} {self.instance_id or 'id unknown'}{unsure})"
 
 
 @dataclass
@@ -83,7 +84,9 @@ class DownReport:
 
 def plan_down(ledger: Ledger, request: DownRequest, warn: Say = _silent) -> DownPlan:
     """What `request` names, with the providers to ask connected. An unknown name is an
-    UnknownInstanceError; a name already terminated is a plan with nothing to do."""
+    UnknownInstanceError; a name whose termination its account confirmed is a plan with
+    nothing to do. Any other row, terminated by an older gpubench's reckoning included,
+    is a target: its provider is asked before anything is said of it."""
     request.validate()
     if request.orphans:
         providers = fleet.connect_all(registry.names(), quiet_missing_key=True)
@@ -92,7 +95,7 @@ def plan_down(ledger: Ledger, request: DownRequest, warn: Say = _silent) -> Down
         return DownPlan(request, targets, providers, "nothing to take down")
     if request.name:
         entry = ledger.find(request.name)
-        if not entry.active:
+        if entry.termination_confirmed:
             return DownPlan(request, [], {}, f"{request.name} is already {entry.status}")
         entries = [entry]
     else:

@@ -1,9 +1,11 @@
 """What is running: the ledger set beside each provider's own list.
 
-`reconcile` gives ledger rows the provider's current status (a row whose launch
-answer was lost is matched by its gpubench- name), and reports instances named
-gpubench-* that the ledger lacks as orphans. Taking instances down is in
-terminate.py (one instance) and down.py (what `gpubench down` asks for).
+`reconcile` gives each live ledger row what its own account's provider says of it
+(sightings.py: the list, a lookup by id for a row the list leaves out, a row whose
+launch answer was lost found by its gpubench- name; rows of another account are
+left as they are), and reports instances named gpubench-* that the ledger lacks as
+orphans. Taking instances down is in terminate.py (one instance) and down.py (what
+`gpubench down` asks for).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gpubench.lifecycle import sightings
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.lifecycle.status import BadTransitionError
 from gpubench.providers import registry
 from gpubench.providers.common import (NAME_PREFIX, Instance, InstanceState, MissingKeyError,
                                        Provider, ProviderError)
@@ -115,24 +118,28 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
     matched: set[tuple[str, str]] = set()
     rows: list[FleetRow] = []
     for entry in ledger.entries(include_done=include_done):
-        inst = None
-        instances = listed.get(entry.provider)
-        if instances is not None and entry.active:
-            inst = _match(entry, instances)
-            entry = _update_from_provider(ledger, entry, inst, now)
+        inst, note = None, entry.note or ""
+        if entry.active and entry.provider in listed:
+            try:
+                sighting = sightings.check(ledger, entry, providers[entry.provider],
+                                           listed[entry.provider], now)
+                entry, inst, note = sighting.entry, sighting.instance, sighting.note
+            except BadTransitionError:
+                # Another process (a provision, a down) moved the row meanwhile: its word stands.
+                entry = ledger.get(entry.row_id)
+                note = entry.note or ""
+        elif entry.active:
+            note = "provider not checked"
         if inst is not None:
-            matched.add((inst.provider, inst.instance_id))
+            matched.add((entry.provider, inst.instance_id))
         if not include_done and not entry.active:
             continue
-        note = entry.note or ""
-        if entry.active and entry.provider not in listed:
-            note = "provider not checked"
         rows.append(FleetRow(
             name=entry.name, provider=entry.provider, instance_id=entry.instance_id,
             status=(inst.raw_status or inst.status.value) if inst else entry.status.value,
             gpus=_gpus(entry.gpu_count, entry.gpu_name), price_per_hour=entry.price_per_hour,
             uptime_s=entry.uptime_s(now), cost=entry.cost(now),
-            ssh=entry.ssh_alias if entry.status.reachable else None,
+            ssh=entry.ssh_alias if entry.active and entry.may_answer_ssh else None,
             note=note, entry=entry, instance=inst))
     for provider, instances in listed.items():
         for inst in instances:
@@ -152,35 +159,3 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
                 price_per_hour=inst.price_per_hour, uptime_s=None, cost=None, ssh=None,
                 note=note, instance=inst))
     return rows
-
-
-def _match(entry: LedgerEntry, instances: list[Instance]) -> Instance | None:
-    if entry.instance_id:
-        return next((i for i in instances if i.instance_id == entry.instance_id), None)
-    # The launch answer never reached the ledger: find it by its provider-side name.
-    return next((i for i in instances if i.name == entry.provider_name
-                 and i.status is not InstanceState.TERMINATED), None)
-
-
-def _update_from_provider(ledger: Ledger, entry: LedgerEntry, inst: Instance | None,
-                          now: float) -> LedgerEntry:
-    if inst is None:
-        if entry.instance_id:
-            return ledger.mark(entry.row_id, LedgerStatus.TERMINATED, "terminated_confirmed_at",
-                               note="no longer listed by the provider")
-        if entry.request_is_stale(now):
-            return ledger.mark(entry.row_id, LedgerStatus.TERMINATED, "terminated_confirmed_at",
-                               note="launch never reached the provider")
-        return entry
-    values = {}
-    if not entry.instance_id:
-        values.update(instance_id=inst.instance_id, status=LedgerStatus.LAUNCHED,
-                      note="recovered by name", created_at=entry.requested_at)
-    if inst.status is InstanceState.TERMINATED:
-        return ledger.mark(entry.row_id, LedgerStatus.TERMINATED, "terminated_confirmed_at", **values)
-    if inst.ssh_host and not entry.ssh_host:
-        values.update(ssh_host=inst.ssh_host, ssh_port=inst.ssh_port, ssh_user=inst.ssh_user)
-        if inst.status is InstanceState.RUNNING and entry.status in (LedgerStatus.REQUESTED,
-                                                                     LedgerStatus.LAUNCHED):
-            values.update(status=LedgerStatus.RUNNING, running_at=now)
-    return ledger.update(entry.row_id, **values) if values else entry

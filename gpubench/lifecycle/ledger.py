@@ -5,13 +5,19 @@ completed after it, so a process killed in between still leaves a row that
 `gpubench ls` resolves by name against the provider's own list. Every phase has its
 own timestamp, which is what time-to-ready per provider is computed from.
 
-terminated_confirmed_at is stamped only once the provider no longer lists the
-instance, never on the terminate call's own answer.
+Every row records the account it was launched under (endpoint, a fingerprint of the
+API key, the provider's account id where it gives one; never the key), because a
+provider's list speaks only for one account. terminated_confirmed_at is stamped only
+once that account's provider says the instance is gone (not found, or terminated),
+never on the terminate call's own answer nor on a list that leaves it out.
 
 Statuses (gpubench.lifecycle.status): requested -> launched -> running -> ready ->
-terminating -> terminated, or "unconfirmed" (terminate answered but the instance is
-still listed). `mark` and `update` refuse a change of status that the status table
-does not allow.
+terminating -> terminated, "missing" (left out of its account's list, not confirmed
+gone), or "unconfirmed" (terminate answered but the instance is still there). `mark`
+and `update` refuse a change of status that the status table does not allow.
+
+Ledger files written before accounts were recorded gain the new columns when opened;
+their rows have no account ("account unknown").
 """
 
 from __future__ import annotations
@@ -24,9 +30,14 @@ from pathlib import Path
 from gpubench import paths
 from gpubench.errors import GpubenchError
 from gpubench.lifecycle.status import ACTIVE, BadTransitionError, LedgerStatus, sources
+from gpubench.providers.common import Account
 
-# A "requested" row older than this with no instance at the provider never launched.
-STALE_REQUEST_S = 600.0
+# How long after a row is written its launch call may still be going on (in this or
+# another process) when the row does not say the call ended: the call's own time limit
+# (the HTTP timeout, 30 s by default, and a retry after a refused connection or a 429)
+# and the moment a provider takes to list what it just created. Until then a list
+# without the instance proves nothing; after it, a full list of the row's account does.
+LAUNCH_IN_FLIGHT_S = 60.0
 PHASES = ("requested_at", "created_at", "running_at", "ssh_ready_at",
           "terminate_requested_at", "terminated_confirmed_at")
 
@@ -56,10 +67,17 @@ CREATE TABLE IF NOT EXISTS instances (
     ssh_ready_at REAL,
     terminate_requested_at REAL,
     terminated_confirmed_at REAL,
-    note TEXT
+    note TEXT,
+    account_endpoint TEXT,
+    key_fingerprint TEXT,
+    account_id TEXT,
+    launch_ended_at REAL
 );
 CREATE INDEX IF NOT EXISTS instances_name ON instances(name);
 """
+# Columns added after the first ledger files were written: ALTERed into old files.
+_ADDED_COLUMNS = (("account_endpoint", "TEXT"), ("key_fingerprint", "TEXT"),
+                  ("account_id", "TEXT"), ("launch_ended_at", "REAL"))
 
 
 class LedgerError(GpubenchError):
@@ -97,14 +115,50 @@ class LedgerEntry:
     terminate_requested_at: float | None = None
     terminated_confirmed_at: float | None = None
     note: str | None = None
+    account_endpoint: str | None = None   # the account it was launched under (see Account)
+    key_fingerprint: str | None = None
+    account_id: str | None = None
+    launch_ended_at: float | None = None  # the launch call came back (with an id or not)
 
     @property
     def active(self) -> bool:
         return self.status.active
 
     @property
+    def account(self) -> Account | None:
+        """The account it was launched under; None for a row from before accounts were
+        recorded (account unknown)."""
+        if not self.key_fingerprint or not self.account_endpoint:
+            return None
+        return Account(self.provider, self.account_endpoint, self.key_fingerprint, self.account_id)
+
+    @property
+    def termination_confirmed(self) -> bool:
+        """Terminated on its own account's word. A row that records no account and says
+        terminated may have been written off by an older gpubench only because a list
+        left it out: it is asked about again before anyone is told it is gone."""
+        return self.status is LedgerStatus.TERMINATED and self.key_fingerprint is not None
+
+    @property
+    def may_answer_ssh(self) -> bool:
+        """Was seen running with an SSH address and is not confirmed gone: worth trying
+        to log in to (a missing, terminating or unconfirmed machine may still run)."""
+        return (bool(self.ssh_host) and not self.termination_confirmed
+                and self.status not in (LedgerStatus.REQUESTED, LedgerStatus.LAUNCHED))
+
+    def boot_status(self) -> LedgerStatus:
+        """Where the row stood on the boot path, from its phase stamps: what a missing
+        row returns to once it is listed again."""
+        if self.ssh_ready_at:
+            return LedgerStatus.READY
+        if self.running_at:
+            return LedgerStatus.RUNNING
+        return LedgerStatus.LAUNCHED if self.instance_id else LedgerStatus.REQUESTED
+
+    @property
     def reachable(self) -> bool:
-        """Live with an SSH address: what ssh_config and `gpubench ssh` may use."""
+        """Running or ready with an SSH address: what `ls` and `gpubench ssh` take as up
+        (see may_answer_ssh for what is still worth trying)."""
         return self.status.reachable and bool(self.ssh_host)
 
     @property
@@ -125,10 +179,22 @@ class LedgerEntry:
             return None
         return self.price_per_hour * up / 3600.0
 
-    def request_is_stale(self, now: float | None = None) -> bool:
-        """Requested long enough ago that an instance not listed by now never launched."""
+    def launch_in_flight_s(self, now: float | None = None) -> float:
+        """Seconds left during which the launch call may still be going on: 0 once the
+        call came back (an id, or an answer that did not say) or LAUNCH_IN_FLIGHT_S
+        after the row was written."""
+        if self.instance_id or self.launch_ended_at or not self.requested_at:
+            return 0.0
         now = time.time() if now is None else now
-        return bool(self.requested_at) and now - self.requested_at > STALE_REQUEST_S
+        return max(self.requested_at + LAUNCH_IN_FLIGHT_S - now, 0.0)
+
+
+def account_columns(account: Account | None) -> dict:
+    """The ledger columns that record `account` (none when it is unknown)."""
+    if account is None:
+        return {}
+    return {"account_endpoint": account.endpoint, "key_fingerprint": account.key_fingerprint,
+            "account_id": account.account_id}
 
 
 _COLUMNS = [f.name for f in fields(LedgerEntry)]
@@ -147,8 +213,21 @@ class Ledger:
                                        check_same_thread=False)
             self._db.row_factory = sqlite3.Row
             self._db.executescript(_SCHEMA)
+            self._migrate()
         except sqlite3.DatabaseError as e:
             raise LedgerError(f"{self.path}: cannot open the instance ledger: {e}") from None
+
+    def _migrate(self) -> None:
+        """Add the columns a ledger file from an older gpubench lacks."""
+        have = {row["name"] for row in self._db.execute("PRAGMA table_info(instances)")}
+        for name, kind in _ADDED_COLUMNS:
+            if name in have:
+                continue
+            try:
+                self._db.execute(f"ALTER TABLE instances ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as e:
+                if "duplicate column" not in str(e):   # another process added it first
+                    raise
 
     def close(self) -> None:
         self._db.close()
@@ -160,12 +239,15 @@ class Ledger:
         self.close()
 
     # -- writing ------------------------------------------------------------
-    def begin(self, name: str, provider: str, provider_name: str, **values) -> LedgerEntry:
-        """The row written before the launch call. Refuses a name already in use."""
+    def begin(self, name: str, provider: str, provider_name: str, account: Account | None = None,
+              **values) -> LedgerEntry:
+        """The row written before the launch call, under `account` (None: unknown).
+        Refuses a name already in use."""
         if self.find_active(name) is not None:
             raise LedgerError(f"an instance named '{name}' is already in the ledger "
                               f"(see 'gpubench ls'; pick another --name)")
         values = {k: v for k, v in values.items() if k in _COLUMNS}
+        values.update(account_columns(account))
         values.update(name=name, provider=provider, provider_name=provider_name,
                       status=LedgerStatus.REQUESTED.value, requested_at=time.time())
         cols = ", ".join(values)

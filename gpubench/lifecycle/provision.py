@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gpubench.errors import GpubenchError, UsageError
+from gpubench.lifecycle import accounts
 from gpubench.lifecycle.keys import HostKeyChangedError, SshNotReady, ensure_keypair, probe
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.lifecycle.status import LedgerStatus
 from gpubench.lifecycle.terminate import terminate_and_confirm
-from gpubench.lifecycle.waiting import pause
+from gpubench.lifecycle.waiting import Reminder, pause
 from gpubench.offers import matching_offers
 from gpubench.providers import registry
 from gpubench.providers.common import (Instance, InstanceState, LaunchSpec, NotFoundError, Offer,
@@ -157,6 +158,7 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
     keypair = ensure_keypair()
     progress("key", f"registering {keypair.private}.pub with {req.provider}")
     key_ref = provider.ensure_ssh_key(keypair.public_key, "gpubench")
+    account = accounts.identified(provider)    # every row records whose machine it is
     failures: list[str] = []
     launches = 0
     for offer in offers[:MAX_CANDIDATES]:
@@ -164,7 +166,7 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
             break
         spec = LaunchSpec(gpus=req.gpus, disk_gb=req.disk_gb, image=req.image, region=req.region,
                           name=name, interruptible=req.interruptible, ssh_key=key_ref)
-        entry = ledger.begin(name, req.provider, provider_name(name), offer_id=offer.offer_id,
+        entry = ledger.begin(name, req.provider, provider_name(name), account, offer_id=offer.offer_id,
                              instance_type=offer.instance_type, region=offer.region,
                              gpu_name=offer.gpu_name, gpu_count=offer.gpu_count,
                              price_per_hour=offer.price_per_hour, disk_gb=req.disk_gb,
@@ -177,7 +179,8 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
             if not e.launch_refused:
                 # A lost or garbled answer, a 5xx: the launch may have happened. Keep the row;
                 # 'ls' resolves it by name.
-                ledger.update(entry.row_id, note=f"launch answer unclear: {e.message}")
+                ledger.update(entry.row_id, note=f"launch answer unclear: {e.message}",
+                              launch_ended_at=time.time())
                 raise ProvisionError(f"{e} -- the launch may have happened; run 'gpubench ls' to "
                                      f"check and 'gpubench down {name}' to remove it") from None
             ledger.discard(entry.row_id)          # a definite no: nothing was created
@@ -204,7 +207,7 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
             failures.append(f"{inst.instance_id}: {e}")
             progress("replace", f"{e}; terminating {inst.instance_id}")
             entry = ledger.update(entry.row_id, note=str(e))
-            if not _discard_instance(provider, ledger, entry, req.deadlines.terminate_s, str(e)):
+            if not _discard_instance(provider, ledger, entry, req.deadlines.terminate_s, str(e), progress):
                 # Renting more while one may still bill would be worse than stopping here.
                 raise ProvisionError(f"{inst.instance_id} never became ready ({e}) and its terminate "
                                      f"is not confirmed: run 'gpubench ls', then 'gpubench down {name}'")
@@ -215,7 +218,7 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
             progress("stopped", f"{e}; terminating {inst.instance_id}")
             try:
                 gone = _discard_instance(provider, ledger, entry, req.deadlines.terminate_s,
-                                         f"{e}"[:200])
+                                         f"{e}"[:200], progress)
             except Exception:
                 gone = False      # the row stays live: unconfirmed, with why, once terminate was sent
             if not gone:
@@ -237,6 +240,7 @@ class _NotReady(Exception):
 
 def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progress: Progress) -> Instance:
     deadline = time.monotonic() + deadline_s
+    remind = Reminder(lambda line: progress("booting", line))
     last = ""
     while True:
         try:
@@ -259,11 +263,14 @@ def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progr
                 progress("booting", f"status {inst.raw_status or inst.status.value}")
         if time.monotonic() >= deadline:
             raise _NotReady(f"not running after {deadline_s:g} s (last status: {last or 'unknown'})")
+        remind(f"waiting for {instance_id} to run with an SSH address (status {last or 'unknown'}, "
+               f"{remind.elapsed:.0f} s of {deadline_s:g} s)")
         pause(deadline)
 
 
 def _wait_ssh(inst: Instance, key_path, deadline_s: float, progress: Progress) -> None:
     deadline = time.monotonic() + deadline_s
+    remind = Reminder(lambda line: progress("ssh", line))
     last = ""
     while True:
         try:
@@ -278,10 +285,14 @@ def _wait_ssh(inst: Instance, key_path, deadline_s: float, progress: Progress) -
                 progress("ssh", f"waiting: {e}")
         if time.monotonic() >= deadline:
             raise _NotReady(f"SSH not answering after {deadline_s:g} s ({last})")
+        remind(f"waiting for SSH on {inst.ssh_host}:{inst.ssh_port} ({remind.elapsed:.0f} s of "
+               f"{deadline_s:g} s)")
         pause(deadline)
 
 
 def _discard_instance(provider: Provider, ledger: Ledger, entry: LedgerEntry, deadline_s: float,
-                      why: str) -> bool:
-    """Terminate an instance that will not be used; True once the provider confirms it gone."""
-    return terminate_and_confirm(ledger, entry, provider, deadline_s, note=why).gone
+                      why: str, progress: Progress) -> bool:
+    """Terminate an instance that will not be used; True once the provider confirms it
+    gone. What the wait is waiting for goes to `progress`."""
+    return terminate_and_confirm(ledger, entry, provider, deadline_s,
+                                 lambda line: progress("terminate", line), note=why).gone

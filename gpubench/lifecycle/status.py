@@ -1,10 +1,13 @@
 """What a ledger row can say about its instance, and which changes of status are allowed.
 
 The boot path only moves forward (requested -> launched -> running -> ready), and may
-skip ahead: an instance seen running was launched. From any live status a terminate
-can begin (terminating), fail to be confirmed (unconfirmed), or be confirmed
-(terminated). Terminated is final: only the provider's confirmation, seen again by
-another process, may be written over it.
+skip ahead: an instance seen running was launched. A launched instance that its own
+account's list leaves out, and that a lookup by id could not confirm gone, is
+"missing" until it is listed again (back to where it was on the boot path) or
+confirmed gone: absence from a list is never proof of termination. From any live
+status a terminate can begin (terminating), fail to be confirmed (unconfirmed), or be
+confirmed (terminated). Terminated is final: only the provider's confirmation, seen
+again by another process, may be written over it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class LedgerStatus(str, enum.Enum):
     LAUNCHED = "launched"          # the provider answered with an instance id
     RUNNING = "running"            # the provider says running, with an SSH address
     READY = "ready"                # an SSH login worked
+    MISSING = "missing"            # not in its account's list; not confirmed gone either
     TERMINATING = "terminating"    # terminate sent; waiting for the provider to drop it
     UNCONFIRMED = "unconfirmed"    # terminate sent, the provider still lists it
     TERMINATED = "terminated"      # the provider no longer has it
@@ -46,11 +50,19 @@ TAKING_DOWN = (LedgerStatus.TERMINATING, LedgerStatus.UNCONFIRMED, LedgerStatus.
 ACTIVE = tuple(s for s in LedgerStatus if s.active)
 
 
+#: The statuses a row leaves for "missing", and may come back to once listed again.
+MAY_GO_MISSING = BOOT_PATH[1:]
+
+
 def _allowed() -> dict[LedgerStatus, frozenset[LedgerStatus]]:
     table = {}
     for status in LedgerStatus:
         if status in BOOT_PATH:
             onward = BOOT_PATH[BOOT_PATH.index(status):] + TAKING_DOWN
+            if status in MAY_GO_MISSING:
+                onward += (LedgerStatus.MISSING,)
+        elif status is LedgerStatus.MISSING:
+            onward = MAY_GO_MISSING + (LedgerStatus.MISSING,) + TAKING_DOWN
         elif status.active:
             onward = TAKING_DOWN
         else:

@@ -28,9 +28,11 @@ one; an empty SPEC clears every fault.
     dies[=S]         running instances die S seconds after boot (default 0): Lambda
                      `preempted`, Vast outbid (interruptible) or offline, RunPod ERROR
     terminate-lies   terminate answers success but the instance keeps running
+    hide-from-list   instance lists leave out every instance (lookups by id still find them)
 
 ``@N`` (only for bad-key, 429, 500, 503, slow) limits the fault to the provider's next N
-requests, e.g. ``runpod:503@2`` fails twice and then works.
+requests, e.g. ``runpod:503@2`` fails twice and then works; for hide-from-list it counts
+list answers, e.g. ``vast:hide-from-list@1`` hides the instances from one list.
 """
 
 from __future__ import annotations

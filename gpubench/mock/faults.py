@@ -26,10 +26,14 @@ FAULTS: dict[str, tuple[bool, float | None]] = {
     "ssh-refuses": (False, None),
     "dies": (True, 0.0),         # value: seconds an instance runs before it dies
     "terminate-lies": (False, None),
+    "hide-from-list": (False, None),
 }
 
 # Faults that answer an HTTP request instead of the API (and so are the ones @N counts).
 REQUEST_FAULTS = ("bad-key", "429", "500", "503", "slow")
+# Faults whose @N counts list answers (not every request).
+LIST_FAULTS = ("hide-from-list",)
+COUNTED_FAULTS = REQUEST_FAULTS + LIST_FAULTS
 
 
 class FaultSpecError(UsageError):
@@ -85,8 +89,8 @@ def parse(spec: str) -> list[Fault]:
                 raise FaultSpecError(f"bad fault {item!r}: value must be a number") from None
             if value < 0:
                 raise FaultSpecError(f"bad fault {item!r}: value must not be negative")
-        if remaining is not None and name not in REQUEST_FAULTS:
-            raise FaultSpecError(f"bad fault {item!r}: @N applies only to {', '.join(REQUEST_FAULTS)}")
+        if remaining is not None and name not in COUNTED_FAULTS:
+            raise FaultSpecError(f"bad fault {item!r}: @N applies only to {', '.join(COUNTED_FAULTS)}")
         faults.extend(Fault(p, name, value, remaining) for p in providers)
     return faults
 
@@ -131,7 +135,27 @@ class FaultBoard:
                         self._faults.remove(f)
         return taken
 
+    def hides_list(self, provider: str) -> bool:
+        """Whether this list answer leaves out every instance (hide-from-list); an @N
+        fault counts this answer."""
+        with self._lock:
+            for f in list(self._faults):
+                if f.provider != provider or f.name != "hide-from-list":
+                    continue
+                if f.remaining is not None:
+                    f.remaining -= 1
+                    if f.remaining <= 0:
+                        self._faults.remove(f)
+                return True
+        return False
+
     def describe(self) -> list[dict]:
         with self._lock:
             return [{"provider": f.provider, "fault": f.name, "value": f.value,
                      "remaining": f.remaining} for f in self._faults]
+
+
+def listed(engine, provider: str) -> list:
+    """The provider's instances as a list answer shows them: none while hide-from-list
+    holds (a provider's list that leaves out what it still has, for a while)."""
+    return [] if engine.faults.hides_list(provider) else engine.store.instances(provider)

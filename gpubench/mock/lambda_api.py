@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 from gpubench.mock import catalog
+from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, MockInstance
 from gpubench.mock.web import Request, Response
 
@@ -102,7 +103,7 @@ def handle(req: Request, engine) -> Response:
         regions = [{"name": k, "description": v} for k, v in catalog.LAMBDA_REGIONS.items()]
         return Response(200, {"data": regions})
     if p == "/api/v1/instances" and m == "GET":
-        return Response(200, {"data": [render(engine, i) for i in engine.store.instances(PROVIDER)]})
+        return Response(200, {"data": [render(engine, i) for i in listed(engine, PROVIDER)]})
     if p == "/api/v1/instance-operations/launch" and m == "POST":
         return _launch(req, engine)
     if p == "/api/v1/instance-operations/terminate" and m == "POST":

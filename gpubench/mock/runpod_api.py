@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from urllib.parse import unquote
 
 from gpubench.mock import catalog
+from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.web import Request, Response
 
@@ -91,7 +92,7 @@ def _route(req: Request, engine) -> Response:
         return _ok(found[0]) if found else problem(404, "data center not found")
     if p == "/v2/pods":
         if m == "GET":
-            return _ok({"pods": [render(engine, i) for i in engine.store.instances(PROVIDER)]})
+            return _ok({"pods": [render(engine, i) for i in listed(engine, PROVIDER)]})
         if m == "POST":
             return _create(req, engine)
         return _not_allowed("GET, POST")

@@ -16,6 +16,7 @@ import time
 from graphql import GraphQLError, build_schema, graphql_sync, parse, validate
 
 from gpubench.mock import catalog, runpod_api
+from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.web import Request, Response
 
@@ -149,7 +150,7 @@ def _myself(engine) -> dict:
     keys = [k.public_key for k in engine.store.keys(PROVIDER)]
     return {"id": "user_gpubenchmock", "authId": "auth0|gpubenchmock", "email": "mock@gpubench.invalid",
             "pubKey": "\n\n".join(keys) if keys else None,
-            "pods": lambda info: [_pod(i, engine) for i in engine.store.instances(PROVIDER)],
+            "pods": lambda info: [_pod(i, engine) for i in listed(engine, PROVIDER)],
             "networkVolumes": []}
 
 

@@ -15,6 +15,7 @@ import json
 import re
 import time
 
+from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.web import Request, Response
 
@@ -88,7 +89,7 @@ def handle(req: Request, engine) -> Response:
     if p == "/api/v1/instances" and m == "GET":
         return _list_v1(req, engine)
     if p == "/api/v0/instances" and m == "GET":
-        rows = [_row(i) for i in engine.store.instances(PROVIDER)]
+        rows = [_row(i) for i in listed(engine, PROVIDER)]
         return Response(200, {"instances_found": len(rows), "instances": rows})
     if mt := _INSTANCE.match(p):
         return _instance(mt.group(1), req, engine)
@@ -310,7 +311,7 @@ def _list_v1(req: Request, engine) -> Response:
     if not isinstance(filters, dict):
         return error(400, "invalid_request", "Error in query parameters: select_filters must be an object")
     limit = PAGE_MAX if limit > PAGE_MAX else (5 if limit <= 0 else limit)
-    all_rows = [_row(i) for i in engine.store.instances(PROVIDER)]
+    all_rows = [_row(i) for i in listed(engine, PROVIDER)]
     rows = _filter(all_rows, filters)
     first = order_by[0] if isinstance(order_by, list) and order_by and isinstance(order_by[0], dict) else {}
     desc = str(first.get("dir", "asc")).lower() == "desc"

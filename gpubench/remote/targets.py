@@ -8,8 +8,10 @@ provider, type, GPUs, price and key.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from gpubench import paths
 from gpubench.lifecycle.ledger import Ledger
@@ -53,14 +55,24 @@ def _from_ledger(name: str, key_file: Path | None, price: float | None,
     return host_from_entry(entry, key_file, price)
 
 
-def host_from_entry(entry, key_file: Path | None = None, price: float | None = None) -> RemoteHost:
-    """A ledger entry (gpubench.lifecycle.ledger.LedgerEntry) as a machine to SSH to."""
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def host_from_entry(entry, key_file: Path | None = None, price: float | None = None,
+                    warn: Callable[[str], None] = _to_stderr) -> RemoteHost:
+    """A ledger entry (gpubench.lifecycle.ledger.LedgerEntry) as a machine to SSH to.
+    Only a machine confirmed gone is refused: one that is missing from its provider's
+    list or being terminated may still answer, and is tried with a warning."""
     name = entry.name
-    if entry.status in ("terminated", "terminating"):
+    if entry.termination_confirmed:
         raise BadTargetError(f"--on {name}: the instance is {entry.status} (see 'gpubench ls')")
     if not entry.ssh_host:
         raise BadTargetError(f"--on {name}: the instance has no SSH address yet ({entry.status}); "
                              "wait for it to boot (see 'gpubench ls')")
+    if not entry.status.reachable:
+        warn(f"warning: --on {name}: the instance is {entry.status} in the ledger, not confirmed "
+             f"gone; trying it anyway (see 'gpubench ls')")
     key = key_file or (Path(entry.key_path) if entry.key_path else _default_key())
     if key is None:
         raise BadTargetError(f"--on {name}: the ledger has no SSH key for it; give one with --key FILE")

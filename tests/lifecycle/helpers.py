@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from gpubench.providers.common import Instance, InstanceState, NotFoundError, Offer, provider_name
+from gpubench.providers.common import (Account, Instance, InstanceState, NotFoundError, Offer,
+                                       provider_name)
+
+#: The account every Cloud is connected to unless told otherwise.
+MEM_ACCOUNT = Account("mem", "mem://cloud", "0123456789ab")
 
 
 class Cloud:
@@ -10,6 +14,10 @@ class Cloud:
     an instance is listed only after `unlisted_polls` calls to list()."""
 
     name = "mem"
+    account = MEM_ACCOUNT
+
+    def lookup_account_id(self):
+        return self.account.account_id
 
     def __init__(self, launch_error=None, get_error=None, terminate_errors=(), unlisted_polls=0):
         self.launch_error = launch_error

@@ -11,7 +11,7 @@ import pytest
 from gpubench import bench as bench_mod
 from gpubench.lifecycle import terminate
 from gpubench.errors import GpubenchError
-from gpubench.lifecycle.ledger import STALE_REQUEST_S, Ledger
+from gpubench.lifecycle.ledger import LAUNCH_IN_FLIGHT_S, Ledger
 from gpubench.providers import lambda_cloud, runpod, vast
 from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
 from gpubench.providers.common import (AuthError, InvalidRequestError, LaunchSpec, Offer,
@@ -113,7 +113,7 @@ def test_down_of_a_fresh_row_never_listed_stays_requested():
 def test_down_of_a_stale_row_never_listed_is_done_at_once():
     cloud = Cloud()
     with Ledger() as ledger:
-        row = _requested_row(ledger, age_s=STALE_REQUEST_S + 5)
+        row = _requested_row(ledger, age_s=LAUNCH_IN_FLIGHT_S + 5)
         result = terminate.take_down_entry(ledger, row, cloud, deadline_s=5, find_s=30)
         assert ledger.find("t").status == "terminated"
     assert result.gone and cloud.list_calls == 1
@@ -175,7 +175,7 @@ def test_down_when_the_list_fails_says_so_and_keeps_the_row():
 
     cloud = NoList()
     with Ledger() as ledger:
-        row = _requested_row(ledger, age_s=STALE_REQUEST_S + 5)   # even when old
+        row = _requested_row(ledger, age_s=LAUNCH_IN_FLIGHT_S + 5)   # even when old
         result = terminate.take_down_entry(ledger, row, cloud, deadline_s=5, find_s=0.2)
         assert ledger.find("t").status == "requested"
     assert not result.gone and "cannot list" in result.message and cloud.list_calls >= 2

@@ -20,16 +20,25 @@ MADE = [
     (S.REQUESTED, S.TERMINATED),    # ls/down: the launch never reached the provider
     (S.LAUNCHED, S.RUNNING),        # provision
     (S.LAUNCHED, S.TERMINATING),    # provision: never booted; down
-    (S.LAUNCHED, S.TERMINATED),     # ls: no longer listed
+    (S.LAUNCHED, S.TERMINATED),     # ls: not listed, and its account's lookup by id finds nothing
+    (S.LAUNCHED, S.MISSING),        # ls: not listed, and the lookup by id got no answer
+    (S.RUNNING, S.MISSING),
+    (S.READY, S.MISSING),
+    (S.MISSING, S.MISSING),         # ls again, still not seen
+    (S.MISSING, S.READY),           # ls: seen again, back where it was
+    (S.MISSING, S.RUNNING),
+    (S.MISSING, S.LAUNCHED),
+    (S.MISSING, S.TERMINATING),     # down
+    (S.MISSING, S.TERMINATED),      # ls: its account's lookup by id finds nothing
     (S.RUNNING, S.READY),           # provision: SSH answers
     (S.RUNNING, S.TERMINATING),     # provision: SSH never answered; down
     (S.READY, S.TERMINATING),       # down, bench teardown
-    (S.READY, S.TERMINATED),        # ls: no longer listed
+    (S.READY, S.TERMINATED),        # ls: not listed, and its account's lookup by id finds nothing
     (S.TERMINATING, S.TERMINATED),  # confirmed gone
     (S.TERMINATING, S.UNCONFIRMED), # still listed at the deadline, or terminate failed
     (S.TERMINATING, S.TERMINATING), # down again after an interrupted down
     (S.UNCONFIRMED, S.TERMINATING), # down again
-    (S.UNCONFIRMED, S.TERMINATED),  # ls: gone after all
+    (S.UNCONFIRMED, S.TERMINATED),  # ls: gone after all (its account says so)
     (S.TERMINATED, S.TERMINATED),   # confirmed by two processes (ls while down waits)
 ]
 
@@ -39,6 +48,8 @@ REFUSED = [
     (S.READY, S.RUNNING), (S.READY, S.LAUNCHED), (S.RUNNING, S.LAUNCHED), (S.LAUNCHED, S.REQUESTED),
     (S.TERMINATING, S.READY), (S.TERMINATING, S.RUNNING), (S.UNCONFIRMED, S.READY),
     (S.UNCONFIRMED, S.REQUESTED),
+    (S.REQUESTED, S.MISSING), (S.TERMINATED, S.MISSING), (S.TERMINATING, S.MISSING),
+    (S.UNCONFIRMED, S.MISSING), (S.MISSING, S.REQUESTED),
 ]
 
 
