@@ -30,6 +30,8 @@ GPUBENCH = "gpubench"  # gpubench, when the run is over
 BOTH = "both"  # the workload; gpubench for a run that wrote none (a failure, a user's
 #                script) or to correct it (the name the user knows, the machine's GPU, nodes)
 REPORT = "report"  # the report, from the fields above; never stored in a record
+LAUNCHER = "launcher"  # the launcher that ran it, for what only it knows (a Slurm job's
+#                        id, end state and allocation); absent from other launchers' records
 
 # How the report reads a field out of records (the type of its column).
 LABEL = "label"  # text with few distinct values (names, ids): kept as category codes
@@ -130,13 +132,13 @@ FIELDS: tuple[Field, ...] = (
       "throughput, where the allocation is counted in GPU-hours (Slurm)",
       REPORT, column=EVERY_ROW, heading=Heading("GPU-h/epoch", per_run="GPU-h/run", when=PRESENT)),
     F("gpu_hours", float, "GPU-h", "the job's allocation: GPUs x Slurm's elapsed time",
-      GPUBENCH, NUMBER, None, column=EVERY_ROW, heading=Heading("GPU-h", when=PRESENT)),
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("GPU-h", when=PRESENT)),
     F("core_hours", float, "core-h", "the job's allocation: CPU cores x Slurm's elapsed time",
-      GPUBENCH, NUMBER, None, column=EVERY_ROW, heading=Heading("core-h", when=PRESENT)),
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("core-h", when=PRESENT)),
     F("queue_wait_s", float, "s", "submission to start: the time the job waited in Slurm's queue",
-      GPUBENCH, NUMBER, None, column=EVERY_ROW, heading=Heading("queue s", when=PRESENT)),
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("queue s", when=PRESENT)),
     F("slurm_elapsed_s", float, "s", "the job's run time as Slurm counts it (start to end)",
-      GPUBENCH, NUMBER, None, column=EVERY_ROW, heading=Heading("run s", when=PRESENT)),
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("run s", when=PRESENT)),
     F("cheapest", bool, "", "the least money for the same work, of its workload",
       REPORT, column=EVERY_ROW),
     F("fastest", bool, "", "the highest throughput of its workload",
@@ -206,26 +208,26 @@ FIELDS: tuple[Field, ...] = (
     F("controller_host", str, "", "the host gpubench ran on", GPUBENCH),
     F("timing", str, "", "how a user's script was timed: 'script' (its own throughput) or "
       "'whole process'", GPUBENCH),
-    F("slurm_job_id", str, "", "the Slurm job that ran it", GPUBENCH, LABEL, "", column=EVERY_ROW),
-    F("slurm_partition", str, "", "the partition the job ran in", GPUBENCH),
+    F("slurm_job_id", str, "", "the Slurm job that ran it", LAUNCHER, LABEL, "", column=EVERY_ROW),
+    F("slurm_partition", str, "", "the partition the job ran in", LAUNCHER),
     F("slurm_account", str, "", "the account the job was charged to; null when the default",
-      GPUBENCH),
+      LAUNCHER),
     F("slurm_nodelist", str, "", "the nodes the job ran on, as Slurm writes them: gpu[01-04]",
-      GPUBENCH),
+      LAUNCHER),
     F("slurm_state", str, "", "Slurm's end state: COMPLETED, FAILED, TIMEOUT, CANCELLED, "
-      "PREEMPTED, NODE_FAIL, OUT_OF_MEMORY", GPUBENCH),
+      "PREEMPTED, NODE_FAIL, OUT_OF_MEMORY", LAUNCHER),
     F("slurm_exit_code", str, "", "the job's exit code and signal as sacct writes them: 3:0",
-      GPUBENCH),
+      LAUNCHER),
     F("slurm_state_source", str, "", "where the end state came from: sacct, sacct -c (job "
-      "completion log), or squeue + output files", GPUBENCH),
+      "completion log), or squeue + output files", LAUNCHER),
     F("slurm_launch", str, "", "how the job started its processes: torchrun (one task per node) "
-      "or srun (one task per GPU)", GPUBENCH),
-    F("slurm_script", str, "", "the sbatch script, kept beside the records", GPUBENCH),
+      "or srun (one task per GPU)", LAUNCHER),
+    F("slurm_script", str, "", "the sbatch script, kept beside the records", LAUNCHER),
     F("slurm_job_dir", str, "", "the job's directory on the cluster: script, output, record",
-      GPUBENCH),
-    F("slurm_error_tail", list, "", "the last lines of the job's error file", GPUBENCH),
+      LAUNCHER),
+    F("slurm_error_tail", list, "", "the last lines of the job's error file", LAUNCHER),
     F("allocation_cost", float, "$", "gpu_hours x --price-per-gpu-hour; null without a price",
-      GPUBENCH),
+      LAUNCHER),
 )
 del F
 
