@@ -49,6 +49,11 @@ class BenchResult:
     terminated: bool = False
     kept: bool = False
 
+    @property
+    def all_ok(self) -> bool:
+        """No run of any sweep failed."""
+        return all(r["status"] == "ok" for r in self.records)
+
 
 class TeardownError(GpubenchError):
     """The machine may still be running (and billing)."""

@@ -74,7 +74,27 @@ def suite_names() -> list[str]:
     return [e.name for e in SUITE]
 
 
-def resolve(name_or_path: str) -> WorkloadRef:
+def resolve(name_or_path: str, workdir: Path | None = None) -> WorkloadRef:
+    """A suite workload by name, or a user's .py script by path; with `workdir`
+    (a script only), the project directory the script is sent and run in."""
+    ref = _resolve_one(name_or_path)
+    return with_workdir(ref, workdir) if workdir is not None else ref
+
+
+def resolve_list(names: str, workdir: Path | None = None) -> list[WorkloadRef]:
+    """`--workload mnist-ddp,train.py`: each name or script in turn. `workdir` goes
+    with the user's scripts among them; with none among them it is a usage error."""
+    refs = [_resolve_one(name.strip()) for name in names.split(",") if name.strip()]
+    if not refs:
+        raise UsageError("--workload: name at least one workload (see 'gpubench workloads')")
+    if workdir is None:
+        return refs
+    if all(ref.in_suite for ref in refs):
+        raise UsageError("--workdir is for your own scripts; --workload names only suite workloads")
+    return [ref if ref.in_suite else with_workdir(ref, workdir) for ref in refs]
+
+
+def _resolve_one(name_or_path: str) -> WorkloadRef:
     for entry in SUITE:
         if entry.name == name_or_path:
             return WorkloadRef(entry.name, workloads_dir() / entry.script, True)

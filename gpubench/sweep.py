@@ -13,10 +13,10 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from gpubench.errors import UsageError
+from gpubench.errors import GpubenchError, UsageError
 from gpubench.launch.base import Launcher, Machine, SweepPoint
 from gpubench.recording import finish_record
-from gpubench.results import ResultsStore
+from gpubench.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
 
 DEFAULT_TIMEOUT_S = 3600.0
@@ -103,6 +103,11 @@ class SweepResult:
     records: list[dict] = field(default_factory=list)  # appended by this sweep
     skipped: dict[SweepPoint, dict] = field(default_factory=dict)  # point -> its earlier ok record
 
+    @property
+    def all_ok(self) -> bool:
+        """No run of this sweep failed (points skipped as already recorded count as ok)."""
+        return all(r["status"] == "ok" for r in self.records)
+
 
 def point_of(record: dict) -> SweepPoint | None:
     """The point a record was run at; records from before nodes were kept ran on one."""
@@ -173,3 +178,22 @@ def run_sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
               echo: Callable[[str], None]) -> list[dict]:
     """Run every point of the plan, recorded or not, and return the new records."""
     return sweep(launcher, replace(plan, force=True), store, echo).records
+
+
+class NothingFitsError(GpubenchError):
+    """No point of a sweep fits the machine, so nothing ran and nothing was recorded."""
+
+
+def sweep_new_run(launcher: Launcher, workload: WorkloadRef, points: list[SweepPoint] | None,
+                  workload_args: list[str], store: ResultsStore, echo: Callable[[str], None],
+                  timeout: float = DEFAULT_TIMEOUT_S, force: bool = False) -> tuple[SweepPlan, SweepResult]:
+    """Sweep `workload` as a new run over `points` (None: the machine's default
+    points) and return the plan (its run id) and what was recorded. A sweep whose
+    every point was already recorded runs nothing and is no error; one whose no
+    point fits the machine raises NothingFitsError."""
+    chosen = points or default_points(launcher.machine())
+    plan = SweepPlan(workload, chosen, list(workload_args), new_run_id(), timeout, force=force)
+    result = sweep(launcher, plan, store, echo)
+    if not result.records and not result.skipped:
+        raise NothingFitsError("no GPU count of the sweep fits this machine")
+    return plan, result

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated
 
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
+from gpubench.cli.options import GoneTimeoutOpt, InstanceNameArg, YesOpt
 from gpubench.cli.render import err, format_dollars, out
 
 
 def down(
-    name: Optional[str] = typer.Argument(None, help="Instance name (see 'gpubench ls')."),
-    all_: bool = typer.Option(False, "--all", help="Every instance in the ledger."),
-    orphans: bool = typer.Option(False, "--orphans", help="gpubench-* instances the ledger lacks."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask first."),
-    timeout: float = typer.Option(180.0, "--timeout", help="Seconds to wait for each to be gone."),
+    name: InstanceNameArg = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every instance in the ledger.")] = False,
+    orphans: Annotated[bool, typer.Option(
+        "--orphans", help="gpubench-* instances the ledger lacks.")] = False,
+    yes: YesOpt = False,
+    timeout: GoneTimeoutOpt = 180.0,
 ) -> None:
     """Terminate NAME (or --all, or --orphans) and confirm the provider no longer has it."""
     from gpubench.errors import GpubenchError

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from gpubench.cli.options import FormatOpt
 from gpubench.cli.render import check_format, err, out, render_rows
 
 COLUMNS = [("name", "name"), ("provider", "provider"), ("instance_id", "id"), ("status", "status"),
@@ -12,8 +15,8 @@ COLUMNS = [("name", "name"), ("provider", "provider"), ("instance_id", "id"), ("
 
 
 def ls(
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
-    show_all: bool = typer.Option(False, "--all", help="Include terminated instances."),
+    fmt: FormatOpt = "table",
+    show_all: Annotated[bool, typer.Option("--all", help="Include terminated instances.")] = False,
 ) -> None:
     """List gpubench's instances; instances a provider has that the ledger lacks are marked."""
     from gpubench.lifecycle import fleet

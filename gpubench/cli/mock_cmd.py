@@ -6,6 +6,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
@@ -15,15 +16,16 @@ mock_app = typer.Typer(help="Run the built-in mock cloud (Lambda, Vast.ai, RunPo
 
 @mock_app.command("serve")
 def serve(
-    port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (0: any free port)."),
-    state: Path = typer.Option(None, "--state",
-                               help="Directory for the mock's sqlite state and instance homes "
-                                    "(default: <gpubench state dir>/mock)."),
-    boot_delay: float = typer.Option(0.0, "--boot-delay", help="Seconds an instance takes to boot."),
-    faults: str = typer.Option("", "--faults",
-                               help="Faults to inject: comma-separated [PROVIDER:]FAULT[=VALUE][@N], e.g. "
-                                    "'vast:429,lambda:no-capacity,runpod:503@2'. Faults: bad-key, 429, 500, "
-                                    "503, slow, no-capacity, never-boots, ssh-refuses, dies, terminate-lies."),
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: any free port).")] = 0,
+    state: Annotated[Optional[Path], typer.Option(
+        "--state", help="Directory for the mock's sqlite state and instance homes "
+                        "(default: <gpubench state dir>/mock).")] = None,
+    boot_delay: Annotated[float, typer.Option(
+        "--boot-delay", help="Seconds an instance takes to boot.")] = 0.0,
+    faults: Annotated[str, typer.Option(
+        "--faults", help="Faults to inject: comma-separated [PROVIDER:]FAULT[=VALUE][@N], e.g. "
+                         "'vast:429,lambda:no-capacity,runpod:503@2'. Faults: bad-key, 429, 500, "
+                         "503, slow, no-capacity, never-boots, ssh-refuses, dies, terminate-lies.")] = "",
 ) -> None:
     """Serve the three provider APIs; print `export` lines that point gpubench at them."""
     from gpubench.mock import MockCloud   # heavy imports only when the command runs

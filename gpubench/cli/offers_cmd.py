@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Annotated
 
 import typer
 
+from gpubench.cli.options import (FormatOpt, MachineGpusFilterOpt, MaxPriceOpt, OffersGpuOpt,
+                                  ProvidersArg)
 from gpubench.cli.render import check_format, err, out, render_rows
 
 COLUMNS = [("provider", "provider"), ("gpu", "gpu"), ("count", "gpus"),
@@ -14,13 +16,12 @@ COLUMNS = [("provider", "provider"), ("gpu", "gpu"), ("count", "gpus"),
 
 
 def offers(
-    providers: Optional[List[str]] = typer.Argument(None, metavar="[PROVIDER]...",
-                                                    help="lambda, vast, runpod [default: all]."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type, e.g. H100, 'RTX 4090'."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs per machine."),
-    max_price: Optional[float] = typer.Option(None, "--max-price", help="Highest $/h for the machine."),
-    interruptible: bool = typer.Option(False, "--interruptible", help="Spot/bid offers only."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    providers: ProvidersArg = None,
+    gpu: OffersGpuOpt = None,
+    gpus: MachineGpusFilterOpt = None,
+    max_price: MaxPriceOpt = None,
+    interruptible: Annotated[bool, typer.Option("--interruptible", help="Spot/bid offers only.")] = False,
+    fmt: FormatOpt = "table",
 ) -> None:
     """List GPU offers from every provider, cheapest first."""
     from gpubench.offers import OfferQuery, gather, offer_row

@@ -3,29 +3,34 @@
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.render import err, out
+from gpubench.cli.options import (DiskOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxPriceOpt, NameOpt,
+                                  ProviderArg, YesOpt)
+from gpubench.cli.render import err, format_dollars, out
 
 
 def provision(
-    provider: str = typer.Argument(..., help="lambda, vast or runpod."),
-    gpus: int = typer.Option(..., "--gpus", help="GPUs on the machine."),
-    gpu_type: Optional[str] = typer.Option(None, "--gpu-type", help="e.g. H100, A100, 'RTX 4090'."),
-    disk: int = typer.Option(100, "--disk", help="Disk in GB (fixed at creation on Vast.ai)."),
-    image: Optional[str] = typer.Option(None, "--image", help="Container image (Vast.ai, RunPod)."),
-    region: Optional[str] = typer.Option(None, "--region", help="Region or data center."),
-    name: Optional[str] = typer.Option(None, "--name", help="Instance name [default: PROVIDER-xxxxxx]."),
-    max_price: Optional[float] = typer.Option(None, "--max-price", help="Highest $/h for the machine."),
-    interruptible: bool = typer.Option(False, "--interruptible", help="Spot/bid machine (Vast.ai)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be rented; rent nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before spending money."),
-    attempts: int = typer.Option(3, "--attempts", help="Launches to try before giving up."),
-    boot_timeout: float = typer.Option(900.0, "--boot-timeout", help="Seconds to reach running."),
-    ssh_timeout: float = typer.Option(300.0, "--ssh-timeout", help="Seconds for SSH to answer."),
+    provider: ProviderArg,
+    gpus: MachineGpusOpt,
+    gpu_type: GpuTypeOpt = None,
+    disk: DiskOpt = 100,
+    image: ImageOpt = None,
+    region: Annotated[Optional[str], typer.Option("--region", help="Region or data center.")] = None,
+    name: NameOpt = None,
+    max_price: MaxPriceOpt = None,
+    interruptible: Annotated[bool, typer.Option(
+        "--interruptible", help="Spot/bid machine (Vast.ai).")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Show what would be rented; rent nothing.")] = False,
+    yes: YesOpt = False,
+    attempts: Annotated[int, typer.Option("--attempts", help="Launches to try before giving up.")] = 3,
+    boot_timeout: Annotated[float, typer.Option(
+        "--boot-timeout", help="Seconds to reach running.")] = 900.0,
+    ssh_timeout: Annotated[float, typer.Option("--ssh-timeout", help="Seconds for SSH to answer.")] = 300.0,
 ) -> None:
     """Rent a machine with GPUS GPUs, wait until SSH answers, and print how to reach it."""
     from gpubench.lifecycle.ledger import Ledger
@@ -40,21 +45,22 @@ def provision(
     best = offers[0]
     where = f" in {best.region}" if best.region else ""
     out(f"cheapest match: {best.gpu_count}x {best.gpu_name} on {provider}{where} "
-        f"({best.instance_type or best.offer_id}) at ${best.price_per_hour:.2f}/h, disk {disk} GB")
+        f"({best.instance_type or best.offer_id}) at {format_dollars(best.price_per_hour)}/h, "
+        f"disk {disk} GB")
     if dry_run:
         for alt in offers[1:attempts]:
             out(f"  then: {alt.gpu_count}x {alt.gpu_name} ({alt.instance_type or alt.offer_id}) "
-                f"at ${alt.price_per_hour:.2f}/h")
+                f"at {format_dollars(alt.price_per_hour)}/h")
         out("dry run: nothing rented")
         return
-    confirm_or_stop(f"Rent it for ${best.price_per_hour:.2f}/h?",
+    confirm_or_stop(f"Rent it for {format_dollars(best.price_per_hour)}/h?",
                     "not rented: pass --yes to rent without a terminal to confirm on",
                     said_on_no="nothing rented", yes=yes)
     with Ledger() as ledger, _Progress() as progress:
         outcome = run(prov, req, offers, ledger, progress)
     e = outcome.entry
     out(f"ready in {outcome.seconds_to_ready:.1f} s: {e.name} ({provider} {e.instance_id}), "
-        f"{e.gpu_count}x {e.gpu_name} at ${e.price_per_hour:.2f}/h")
+        f"{e.gpu_count}x {e.gpu_name} at {format_dollars(e.price_per_hour)}/h")
     out(f"  ssh:  gpubench ssh {e.name}    or    ssh {e.ssh_alias}  (add '{include_hint()}' "
         f"to ~/.ssh/config)")
     out(f"  stop paying: gpubench down {e.name}")

@@ -7,15 +7,14 @@ CLI stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Annotated, List, Optional, Tuple
 
 import typer
 
+from gpubench.cli.options import FormatOpt, ResultsOpt
 from gpubench.cli.render import check_format, err, out
 from gpubench.errors import UsageError
 from gpubench.results import ResultsStore
-
-PLOT_FORMATS = ("png", "svg", "both")
 
 BASELINE_HELP = (
     "What speedup and efficiency are relative to. A GPU count (default 1: the 1-GPU record "
@@ -27,6 +26,8 @@ COMPARE_HELP = (
     "Two providers (lambda vast), two GPU types (H100 A100; part of the GPU name is enough) "
     "or two machines (lambda:H100 runpod:H100) side by side, matched on workload, precision "
     "and GPU count (and GPU, when comparing providers).")
+SINCE_HELP = ("Only records made at or after DATE: 2026-01-31, 2026-01-31T12:00 (UTC), "
+              "or an age: 12h, 7d, 2w.")
 
 
 def _print(rendered) -> None:
@@ -36,29 +37,24 @@ def _print(rendered) -> None:
     out(rendered.text)
 
 
-def _need_matplotlib(flag: str) -> None:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError(f"{flag} needs matplotlib, which is not installed: "
-                         "pip install 'gpubench[plots]'") from None
-
-
 def report(
-    results: Optional[Path] = typer.Option(None, "--results", help="Results directory [default: ./results]."),
-    fmt: str = typer.Option("table", "--format", help="table, markdown, csv or json."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="Only this workload."),
-    run: Optional[List[str]] = typer.Option(None, "--run", metavar="ID",
-                                            help="Only records of this run (a unique prefix is enough); repeatable."),
-    since: Optional[str] = typer.Option(None, "--since", metavar="DATE",
-                                        help="Only records made at or after DATE: 2026-01-31, 2026-01-31T12:00 (UTC), or an age: 12h, 7d, 2w."),
-    baseline: Optional[str] = typer.Option(None, "--baseline", help=BASELINE_HELP),
-    compare: Optional[Tuple[str, str]] = typer.Option(None, "--compare", metavar="A B", help=COMPARE_HELP),
-    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE",
-                                        help="Also write one self-contained HTML page: tables and plots inlined, opens offline."),
-    plot: Optional[Path] = typer.Option(None, "--plot", metavar="DIR",
-                                        help="Also write figures per workload into DIR: throughput, efficiency, cost against time."),
-    plot_format: str = typer.Option("png", "--plot-format", help="png, svg or both."),
+    results: ResultsOpt = None,
+    fmt: FormatOpt = "table",
+    workload: Annotated[Optional[str], typer.Option("--workload", help="Only this workload.")] = None,
+    run: Annotated[Optional[List[str]], typer.Option(
+        "--run", metavar="ID",
+        help="Only records of this run (a unique prefix is enough); repeatable.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help=SINCE_HELP)] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help=BASELINE_HELP)] = None,
+    compare: Annotated[Optional[Tuple[str, str]], typer.Option(
+        "--compare", metavar="A B", help=COMPARE_HELP)] = None,
+    html: Annotated[Optional[Path], typer.Option(
+        "--html", metavar="FILE",
+        help="Also write one self-contained HTML page: tables and plots inlined, opens offline.")] = None,
+    plot: Annotated[Optional[Path], typer.Option(
+        "--plot", metavar="DIR",
+        help="Also write figures per workload into DIR: throughput, efficiency, cost against time.")] = None,
+    plot_format: Annotated[str, typer.Option("--plot-format", help="png, svg or both.")] = "png",
 ) -> None:
     """Throughput, speedup, efficiency and cost per workload, GPU, provider and precision.
 
@@ -69,52 +65,49 @@ def report(
     The columns of a long history (64 MB of records and up) are cached in the state
     directory, so the next report reads only the files that changed.
     """
-    check_format(fmt)
-    if plot_format not in PLOT_FORMATS:
-        raise UsageError(f"--plot-format: '{plot_format}' is not one of {', '.join(PLOT_FORMATS)}")
-    if html is not None:
-        _need_matplotlib("--html")
-    if plot is not None:
-        _need_matplotlib("--plot")
-    from gpubench.report.filters import filter_records, parse_since
-    from gpubench.report.cache import load_frame_cached
+    from gpubench.report.plots import plot_file_formats, require_matplotlib
 
+    check_format(fmt)
+    plot_formats = plot_file_formats(plot_format)
+    if html is not None:
+        require_matplotlib("--html")
+    if plot is not None:
+        require_matplotlib("--plot")
+    from gpubench.report.cache import load_frame_cached
+    from gpubench.report.filters import filter_records, only_workload, parse_since
+
+    where = str(results or "results")
     since_text = parse_since(since) if since else None
     loaded = load_frame_cached(ResultsStore.existing(results))
     for warning in loaded.warnings:
         err(f"warning: {warning}")
     frame = filter_records(loaded.frame, run, since_text)
     if workload is not None:
-        if workload not in set(frame["workload"]):
-            raise UsageError(f"--workload: no records of '{workload}' in {results or 'results'}")
-        frame = frame[frame["workload"] == workload]
+        frame = only_workload(frame, workload, where)
     if frame.empty and fmt in ("csv", "json") and not compare:
-        err(f"note: no result records {'matching these filters ' if (run or since) else ''}"
-            f"in {results or 'results'}")
+        err(f"note: no result records {'matching these filters ' if (run or since) else ''}in {where}")
         from gpubench.report.render import render_report
 
         out(render_report(frame, fmt))  # an empty list for the program reading it
         return
     if frame.empty:
         what = "matching these filters " if (run or since) else ""
-        raise UsageError(f"no result records {what}in {results or 'results'}; "
-                         "run 'gpubench run mnist-ddp' first")
+        raise UsageError(f"no result records {what}in {where}; run 'gpubench run mnist-ddp' first")
     from gpubench.report.compute import build_report, parse_baseline
     from gpubench.report.render import render
 
     built = build_report(frame, parse_baseline(baseline, frame))
     compare = tuple(compare) if compare else None
     _print(render(built, fmt, workload, compare))
-    _write_extras(built, html, plot, plot_format, compare)
+    _write_extras(built, html, plot, plot_formats, compare)
 
 
-def _write_extras(report, html: Path | None, plot: Path | None, plot_format: str,
+def _write_extras(report, html: Path | None, plot: Path | None, plot_formats: tuple[str, ...],
                   compare: tuple[str, str] | None) -> None:
     if plot is not None:
         from gpubench.report.plots import write_plots
 
-        formats = ("png", "svg") if plot_format == "both" else (plot_format,)
-        written = write_plots(report, plot, formats)
+        written = write_plots(report, plot, plot_formats)
         err(f"wrote {len(written)} figure(s) to {plot}")
     if html is not None:
         from gpubench.report.html import write_html

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import subprocess
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
+from gpubench.cli.options import InstanceNameArg
+
 
 def ssh(
-    name: str = typer.Argument(..., help="Instance name (see 'gpubench ls')."),
-    command: Optional[List[str]] = typer.Argument(None, metavar="[-- CMD]...",
-                                                  help="Run CMD instead of a login shell."),
+    name: InstanceNameArg,
+    command: Annotated[Optional[List[str]], typer.Argument(
+        metavar="[-- CMD]...", help="Run CMD instead of a login shell.")] = None,
 ) -> None:
     """Open an SSH session to NAME through gpubench's ssh_config."""
     from gpubench.errors import GpubenchError

@@ -1,4 +1,4 @@
-"""`--run ID` and `--since DATE`: which records a report looks at."""
+"""`--run ID`, `--since DATE` and `--workload NAME`: which records a report looks at."""
 
 from __future__ import annotations
 
@@ -54,3 +54,11 @@ def filter_records(frame: pd.DataFrame, runs: list[str] | None = None,
         # Record times are ISO 8601 UTC strings ('...Z'), which sort as instants.
         frame = frame[frame["time"] >= since]
     return frame
+
+
+def only_workload(frame: pd.DataFrame, workload: str, where: str = "results") -> pd.DataFrame:
+    """The records of `workload`; a usage error when there are none in `where`
+    (the results directory, as the message names it)."""
+    if workload not in set(frame["workload"]):
+        raise UsageError(f"--workload: no records of '{workload}' in {where}")
+    return frame[frame["workload"] == workload]

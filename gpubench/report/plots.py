@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpubench.errors import ResultsError
+from gpubench.errors import ResultsError, UsageError
 from gpubench.report.compute import Report, pareto_front
 from gpubench.report.tables import short_gpu
 
 KINDS = ("throughput", "efficiency", "cost-time")
+PLOT_FORMATS = ("png", "svg", "both")  # what --plot-format takes
 
 
 @dataclass
@@ -171,3 +172,20 @@ def write_plots(report: Report, directory: Path, formats=("png",)) -> list[Path]
             plot.figure.savefig(path, format=fmt)
             written.append(path)
     return written
+
+
+def plot_file_formats(choice: str) -> tuple[str, ...]:
+    """--plot-format png, svg or both -> the file formats to write."""
+    if choice not in PLOT_FORMATS:
+        raise UsageError(f"--plot-format: '{choice}' is not one of {', '.join(PLOT_FORMATS)}")
+    return ("png", "svg") if choice == "both" else (choice,)
+
+
+def require_matplotlib(flag: str) -> None:
+    """A usage error naming `flag` (--plot, --html) when matplotlib is not installed,
+    before any work is done."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(f"{flag} needs matplotlib, which is not installed: "
+                         "pip install 'gpubench[plots]'") from None

@@ -1,0 +1,89 @@
+"""The options and arguments that more than one command takes, each defined once
+(flag, short option, help text) as a typer `Annotated` alias. A command writes
+`disk: DiskOpt = 100`; the default stays in the signature, where typer wants it,
+and tests/cli/test_shared_options.py checks that commands sharing a flag agree
+on its help and its default.
+
+Where commands give one flag different meanings, each meaning has its own alias,
+named for what it holds: `run --gpus 1,2,4` is GpuCountsOpt (the counts to sweep),
+`provision --gpus 4` and `bench --gpus 4` are MachineGpusOpt (the machine's GPUs),
+`offers --gpus 4` is MachineGpusFilterOpt (only machines with that many);
+`run --timeout` and `bench --timeout` are RunTimeoutOpt, `down --timeout` is
+GoneTimeoutOpt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from gpubench.format import FORMATS
+from gpubench.providers import registry
+
+
+def _spoken(words) -> str:
+    """('a', 'b', 'c') -> 'a, b or c'."""
+    words = list(words)
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+# Which provider: derived from the registry, so a new provider appears in every help text.
+PROVIDER_HELP = f"{registry.help_names()}."
+PROVIDERS_HELP = f"Any of {registry.help_names()} [default: all]."
+
+ProviderArg = Annotated[str, typer.Argument(help=PROVIDER_HELP)]
+ProvidersArg = Annotated[Optional[List[str]], typer.Argument(metavar="[PROVIDER]...", help=PROVIDERS_HELP)]
+
+# The machine to rent (provision, bench) or to look for (offers).
+MACHINE_GPUS_HELP = "GPUs on the machine."
+GPU_TYPE_HELP = "GPU type, e.g. H100, A100, 'RTX 4090'."
+MAX_PRICE_HELP = "Highest $/h for the machine."
+DISK_HELP = "Disk in GB (fixed at creation on Vast.ai)."
+IMAGE_HELP = "Container image (Vast.ai, RunPod)."
+NAME_HELP = "Instance name [default: PROVIDER-xxxxxx]."
+
+MachineGpusOpt = Annotated[int, typer.Option("--gpus", help=MACHINE_GPUS_HELP)]
+MachineGpusFilterOpt = Annotated[Optional[int], typer.Option("--gpus", help=MACHINE_GPUS_HELP)]
+GpuTypeOpt = Annotated[Optional[str], typer.Option("--gpu-type", help=GPU_TYPE_HELP)]
+OffersGpuOpt = Annotated[Optional[str], typer.Option("--gpu", help=GPU_TYPE_HELP)]  # offers spells it --gpu
+MaxPriceOpt = Annotated[Optional[float], typer.Option("--max-price", help=MAX_PRICE_HELP)]
+DiskOpt = Annotated[int, typer.Option("--disk", help=DISK_HELP)]
+ImageOpt = Annotated[Optional[str], typer.Option("--image", help=IMAGE_HELP)]
+NameOpt = Annotated[Optional[str], typer.Option("--name", help=NAME_HELP)]
+
+# An instance gpubench already has (down, ssh); required where no default is given.
+INSTANCE_NAME_HELP = "Instance name (see 'gpubench ls')."
+InstanceNameArg = Annotated[Optional[str], typer.Argument(help=INSTANCE_NAME_HELP)]
+
+YES_HELP = "Do not ask before renting or terminating."
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help=YES_HELP)]
+
+# Sweeps (run, bench).
+GPU_COUNTS_HELP = "GPU counts to sweep, e.g. 1,2,4 [default: 1 and powers of two up to the GPUs present]."
+WORKLOAD_ARGS_HELP = "Arguments after -- go to every workload."
+FORCE_HELP = "Run counts that already have an ok record again."
+REMOTE_PYTHON_HELP = "The Python with torch on the remote machine."
+WORKDIR_HELP = ("The project directory of your own script(s): sent whole to a remote machine "
+                "(less what its .gitignore names), and runs start in it.")
+RUN_TIMEOUT_HELP = "Seconds allowed for each run."
+
+GpuCountsOpt = Annotated[Optional[str], typer.Option("--gpus", help=GPU_COUNTS_HELP)]
+WorkloadArgsArg = Annotated[Optional[List[str]],
+                            typer.Argument(metavar="[-- WORKLOAD_ARGS]", help=WORKLOAD_ARGS_HELP)]
+ForceOpt = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
+RemotePythonOpt = Annotated[str, typer.Option("--remote-python", help=REMOTE_PYTHON_HELP)]
+WorkdirOpt = Annotated[Optional[Path], typer.Option("--workdir", help=WORKDIR_HELP)]
+RunTimeoutOpt = Annotated[float, typer.Option("--timeout", min=1, help=RUN_TIMEOUT_HELP)]
+
+# Terminating (down): a different --timeout from a run's.
+GONE_TIMEOUT_HELP = "Seconds to wait for each instance to be gone."
+GoneTimeoutOpt = Annotated[float, typer.Option("--timeout", help=GONE_TIMEOUT_HELP)]
+
+# Results and output.
+RESULTS_HELP = "Results directory [default: ./results]."
+FORMAT_HELP = f"{_spoken(FORMATS)}."
+
+ResultsOpt = Annotated[Optional[Path], typer.Option("--results", help=RESULTS_HELP)]
+FormatOpt = Annotated[str, typer.Option("--format", help=FORMAT_HELP)]
