@@ -144,13 +144,14 @@ SlurmctldPidFile={d}/slurmctld.pid
 SlurmdPidFile={d}/slurmd-%n.pid
 SlurmctldLogFile={d}/slurmctld.log
 SlurmdLogFile={d}/slurmd-%n.log
-ProctrackType=proctrack/pgid
+ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc={d}/jobcomp.txt
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 GresTypes=gpu
@@ -272,11 +273,14 @@ if __name__ == "__main__":  # start one by hand: python -m tests.launch.slurm_cl
     import tempfile
 
     where = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="gbslurm-"))
+    # Ctrl-C, or `kill PID` for one started in the background (which ignores SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     t0 = time.monotonic()
     c = SlurmCluster.start(where)
-    print(f"up in {time.monotonic() - t0:.1f}s; export SLURM_CONF={c.conf}; Ctrl-C stops it")
+    print(f"up in {time.monotonic() - t0:.1f}s; export SLURM_CONF={c.conf}; Ctrl-C stops it", flush=True)
     try:
         signal.pause()
     except KeyboardInterrupt:
         c.stop()
-        print("left:", c.leftovers())
+        print("left running:", c.leftovers() or "nothing", flush=True)

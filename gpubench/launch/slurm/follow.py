@@ -79,7 +79,7 @@ class Follower:
                 if now >= place_at and state.partition:
                     place = self.slurm.place_in_queue(job_id, state.partition)
                     place_at = now + PLACE_EVERY_S
-                text = f"job {job_id} pending: {state.reason or 'no reason given'}"
+                text = f"job {job_id} pending" + (f": {state.reason}" if state.reason else "")
                 if place:
                     text += f" ({_ordinal(place)} in the {state.partition} queue)"
                 if text != said:

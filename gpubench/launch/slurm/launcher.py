@@ -33,6 +33,7 @@ from gpubench.suite import WorkloadRef, workloads_dir
 
 PROVIDER = "slurm"
 ERROR_TAIL_LINES = 5
+SLURM_SAYS = ("srun: ", "slurmstepd: ")  # Slurm's lines in a job's error file, not the workload's
 SUITE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
@@ -163,9 +164,8 @@ class SlurmLauncher(Launcher):
             error = (f"ran past --timeout; cancelled job {job_id} with scancel "
                      f"(Slurm state {state.state})")
         elif not state.ok:
-            tail = followed.output_tail + err_text.splitlines()
-            why = failure_line(tail, 1, 0) if tail else "no output"
-            error = f"Slurm state {state.state}, exit code {state.exit_code or 'unknown'}: {why}"
+            error = (f"Slurm state {state.state}, exit code {state.exit_code or 'unknown'}: "
+                     f"{_telling_line(followed.output_tail + err_text.splitlines())}")
         code = 0 if error is None else _exit_number(state.exit_code)
         command = ["sbatch", spec.script_path]
         output_tail = followed.output_tail + err_text.splitlines()[-50:]
@@ -210,6 +210,16 @@ class SlurmLauncher(Launcher):
 def _point_tag(workload: WorkloadRef, point: SweepPoint) -> str:
     name = scripts.job_name(workload.name).removeprefix("gpubench-")
     return f"{name}-{point.nodes}n{point.procs_per_node}g"
+
+
+def _telling_line(tail: list[str]) -> str:
+    """The workload's own error line, else its last line (failure_line's choice
+    without its 'exit code N' prefix: Slurm's exit code is said already)."""
+    own = [ln for ln in tail if not ln.startswith(SLURM_SAYS)]
+    if not (own or tail):
+        return "no output"
+    line = failure_line(own or tail, 1, 0)
+    return line.split(": ", 1)[1] if line.startswith("exit code 1: ") else line
 
 
 def _json(text: str | None) -> dict | None:
