@@ -77,8 +77,13 @@ class SlurmLauncher(Launcher):
             self._upload(workload)
         elif workload.workdir is None:  # on the login node: a copy the compute nodes see
             target = Path(self.base) / "workloads"
-            shutil.copytree(workloads_dir(), target, dirs_exist_ok=True, ignore=SUITE_IGNORE)
-            if not workload.in_suite:
+            suite = workloads_dir()
+            if not workload.in_suite and workload.script.parent != suite:
+                if (suite / workload.script.name).exists():
+                    raise SlurmUsageError(f"{workload.script.name} has the name of a file of the "
+                                          "workload suite; rename it")
+            shutil.copytree(suite, target, dirs_exist_ok=True, ignore=SUITE_IGNORE)
+            if not workload.in_suite and workload.script.parent != suite:
                 shutil.copy2(workload.script, target / workload.script.name)
         self._prepared.add(key)
 
