@@ -4,10 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh local,test,plots
 # The report tests open the HTML report in headless Chromium; the dead-link test
-# puts an sshd in a network namespace of its own (iproute2's `ip netns`).
+# puts an sshd in a network namespace of its own (iproute2's `ip netns`); the Slurm
+# tests start a real cluster (munged, slurmctld, two slurmd) from Debian's packages.
 test_packages=()
 command -v chromium >/dev/null || test_packages+=(chromium)
 command -v ip >/dev/null || test_packages+=(iproute2)
+[ -x /usr/sbin/slurmctld ] || test_packages+=(slurm-wlm)
+[ -x /usr/sbin/munged ] || test_packages+=(munge)
 if [ ${#test_packages[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
     $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${test_packages[@]}" >/dev/null

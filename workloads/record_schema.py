@@ -30,6 +30,8 @@ GPUBENCH = "gpubench"  # gpubench, when the run is over
 BOTH = "both"  # the workload; gpubench for a run that wrote none (a failure, a user's
 #                script) or to correct it (the name the user knows, the machine's GPU, nodes)
 REPORT = "report"  # the report, from the fields above; never stored in a record
+LAUNCHER = "launcher"  # the launcher that ran it, for what only it knows (a Slurm job's
+#                        id, end state and allocation); absent from other launchers' records
 
 # How the report reads a field out of records (the type of its column).
 LABEL = "label"  # text with few distinct values (names, ids): kept as category codes
@@ -44,6 +46,8 @@ FAILED_ROWS = "failed rows"  # only the failed runs listed after the figures
 ALWAYS = "always"
 VARIES = "varies"  # only when its rows do not all have the same value
 ABOVE_ONE = "above one"  # only when a row's value is above 1
+PRESENT = "present"  # only when a row has a value (Slurm's fields, absent elsewhere)
+MULTI_NODE = "multi-node"  # only when a row spans more than one node
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,10 @@ FIELDS: tuple[Field, ...] = (
       REPORT, column=EVERY_ROW, heading=Heading("speedup")),
     F("efficiency", float, "", "speedup per GPU added: speedup / (gpus / the baseline's gpus)",
       REPORT, column=EVERY_ROW, heading=Heading("efficiency")),
+    F("node_speedup", float, "x", "throughput over that of the 1-node record with the same GPUs "
+      "per node", REPORT, column=EVERY_ROW, heading=Heading("node speedup", when=MULTI_NODE)),
+    F("node_efficiency", float, "", "node speedup per node added: node_speedup / nodes",
+      REPORT, column=EVERY_ROW, heading=Heading("node eff", when=MULTI_NODE)),
     F("baseline", str, "", "what speedup is relative to, in words",
       REPORT, column=EVERY_ROW),
     F("price_per_hour", float, "$/h", "the price of the GPUs the run used (a share of the "
@@ -120,6 +128,17 @@ FIELDS: tuple[Field, ...] = (
       REPORT, column=EVERY_ROW, heading=Heading("$/M {unit}", per_run_shown=False)),
     F("samples_per_dollar", float, "work/$", "units of work one dollar buys (inf on a free machine)",
       REPORT, column=EVERY_ROW, heading=Heading("{unit}/$")),
+    F("gpu_hours_per_epoch", float, "GPU-h", "one epoch (or one run) in GPU-hours at this "
+      "throughput, where the allocation is counted in GPU-hours (Slurm)",
+      REPORT, column=EVERY_ROW, heading=Heading("GPU-h/epoch", per_run="GPU-h/run", when=PRESENT)),
+    F("gpu_hours", float, "GPU-h", "the job's allocation: GPUs x Slurm's elapsed time",
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("GPU-h", when=PRESENT)),
+    F("core_hours", float, "core-h", "the job's allocation: CPU cores x Slurm's elapsed time",
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("core-h", when=PRESENT)),
+    F("queue_wait_s", float, "s", "submission to start: the time the job waited in Slurm's queue",
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("queue s", when=PRESENT)),
+    F("slurm_elapsed_s", float, "s", "the job's run time as Slurm counts it (start to end)",
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("run s", when=PRESENT)),
     F("cheapest", bool, "", "the least money for the same work, of its workload",
       REPORT, column=EVERY_ROW),
     F("fastest", bool, "", "the highest throughput of its workload",
@@ -189,6 +208,26 @@ FIELDS: tuple[Field, ...] = (
     F("controller_host", str, "", "the host gpubench ran on", GPUBENCH),
     F("timing", str, "", "how a user's script was timed: 'script' (its own throughput) or "
       "'whole process'", GPUBENCH),
+    F("slurm_job_id", str, "", "the Slurm job that ran it", LAUNCHER, LABEL, "", column=EVERY_ROW),
+    F("slurm_partition", str, "", "the partition the job ran in", LAUNCHER),
+    F("slurm_account", str, "", "the account the job was charged to; null when the default",
+      LAUNCHER),
+    F("slurm_nodelist", str, "", "the nodes the job ran on, as Slurm writes them: gpu[01-04]",
+      LAUNCHER),
+    F("slurm_state", str, "", "Slurm's end state: COMPLETED, FAILED, TIMEOUT, CANCELLED, "
+      "PREEMPTED, NODE_FAIL, OUT_OF_MEMORY", LAUNCHER),
+    F("slurm_exit_code", str, "", "the job's exit code and signal as sacct writes them: 3:0",
+      LAUNCHER),
+    F("slurm_state_source", str, "", "where the end state came from: sacct, sacct -c (job "
+      "completion log), or squeue + output files", LAUNCHER),
+    F("slurm_launch", str, "", "how the job started its processes: torchrun (one task per node) "
+      "or srun (one task per GPU)", LAUNCHER),
+    F("slurm_script", str, "", "the sbatch script, kept beside the records", LAUNCHER),
+    F("slurm_job_dir", str, "", "the job's directory on the cluster: script, output, record",
+      LAUNCHER),
+    F("slurm_error_tail", list, "", "the last lines of the job's error file", LAUNCHER),
+    F("allocation_cost", float, "$", "gpu_hours x --price-per-gpu-hour; null without a price",
+      LAUNCHER),
 )
 del F
 

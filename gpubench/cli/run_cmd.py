@@ -1,16 +1,18 @@
 """`gpubench run`: sweep a workload over GPU counts, here or on a machine over
-SSH (--on), record, report."""
+SSH (--on), or over nodes on a Slurm cluster (--on slurm), record, report."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from gpubench.cli.options import (ForceOpt, GpuCountsOpt, RemotePythonOpt, ResultsOpt,
                                   RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
 from gpubench.cli.render import out
+from gpubench.errors import UsageError
+
 
 
 def run(
@@ -19,8 +21,9 @@ def run(
     workload_args: WorkloadArgsArg = None,
     gpus: GpuCountsOpt = None,
     on: Annotated[Optional[str], typer.Option(
-        "--on", help="Run on an instance from the ledger (its name) or on your own machine: "
-                     "user@host[:port] with --key.")] = None,
+        "--on", help="Run on an instance from the ledger (its name), on your own machine: "
+                     "user@host[:port] with --key, or on a Slurm cluster: slurm (sbatch on this "
+                     "machine) or slurm:[user@]LOGIN[:port] (its login node over SSH).")] = None,
     key: Annotated[Optional[Path], typer.Option(
         "--key", help="SSH private key for --on user@host [default: gpubench's own key].")] = None,
     price: Annotated[Optional[float], typer.Option(
@@ -35,19 +38,98 @@ def run(
     results: ResultsOpt = None,
     force: ForceOpt = False,
     timeout: RunTimeoutOpt = 3600.0,
+    nodes: Annotated[Optional[str], typer.Option(
+        "--nodes", help="Node counts to sweep, e.g. 1,2,4 [default on Slurm: "
+        "1 and 2].")] = None,
+    gpus_per_node: Annotated[Optional[str], typer.Option(
+        "--gpus-per-node", help="GPUs (processes) per node to sweep, e.g. 4 "
+        "or 1,4 [default on Slurm: all of a node's].")] = None,
+    partition: Annotated[Optional[str], typer.Option(
+        "--partition", help="Slurm partition [default: the cluster's].")] = None,
+    account: Annotated[Optional[str], typer.Option(
+        "--account", help="Slurm account the jobs are charged to.")] = None,
+    reservation: Annotated[Optional[str], typer.Option(
+        "--reservation", help="Slurm reservation.")] = None,
+    qos: Annotated[Optional[str], typer.Option(
+        "--qos", help="Slurm quality of service.")] = None,
+    time_limit: Annotated[Optional[str], typer.Option(
+        "--time", help="Each job's time limit, HH:MM:SS "
+        "[default: the partition's].")] = None,
+    constraint: Annotated[Optional[str], typer.Option(
+        "--constraint", help="Slurm node features, e.g. a100.")] = None,
+    sbatch_args: Annotated[Optional[List[str]], typer.Option(
+        "--sbatch-arg", help="One more #SBATCH option, e.g. "
+        "--sbatch-arg=--exclusive (repeatable).")] = None,
+    gpu_flag: Annotated[str, typer.Option(
+        "--gpu-flag", help="How jobs ask for GPUs: gres (--gres=gpu:N) or "
+        "gpus-per-node (--gpus-per-node=N), whichever the cluster takes.")] = "gres",
+    cpus_per_gpu: Annotated[Optional[int], typer.Option(
+        "--cpus-per-gpu", help="CPU cores per GPU (sets --cpus-per-task) "
+        "[default: the cluster's].")] = None,
+    mem: Annotated[Optional[str], typer.Option(
+        "--mem", help="Memory per node, as sbatch takes it: 64G, 0 for all "
+        "[default: the cluster's].")] = None,
+    launch: Annotated[str, typer.Option(
+        "--launch", help="torchrun (one task per node running torchrun) or "
+        "srun (one task per GPU, ranks from Slurm).")] = "torchrun",
+    price_per_gpu_hour: Annotated[Optional[float], typer.Option(
+        "--price-per-gpu-hour", help="$ per GPU-hour, to show cost in money "
+        "[default: cost in GPU-hours and core-hours only].")] = None,
+    pending_timeout: Annotated[float, typer.Option(
+        "--pending-timeout", min=1, help="Seconds a job may wait in the "
+        "queue before it is cancelled.")] = 3600.0,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the sbatch scripts; submit nothing.")] = False,
 ) -> None:
-    """Run WORKLOAD at each GPU count with torchrun and print the speedup/cost table."""
+    """Run WORKLOAD at each GPU count (on Slurm: at each node count, one sbatch job
+    each) and print the speedup/cost table."""
     from gpubench import suite
     from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.results import ResultsStore
-    from gpubench.sweep import on_one_node, parse_counts, sweep_new_run
+    from gpubench.sweep import grid, on_one_node, parse_counts, sweep_new_run
 
+    on_slurm = on is not None and (on == "slurm" or on.startswith("slurm:"))
+    slurm_flags = {"--partition": partition, "--account": account, "--reservation": reservation,
+                   "--qos": qos, "--time": time_limit, "--constraint": constraint,
+                   "--sbatch-arg": sbatch_args, "--cpus-per-gpu": cpus_per_gpu, "--mem": mem,
+                   "--price-per-gpu-hour": price_per_gpu_hour, "--dry-run": dry_run or None,
+                   "--launch": None if launch == "torchrun" else launch,
+                   "--gpu-flag": None if gpu_flag == "gres" else gpu_flag,
+                   "--pending-timeout": None if pending_timeout == 3600.0 else pending_timeout}
+    given = next((flag for flag, value in slurm_flags.items() if value is not None), None)
+    if given and not on_slurm:
+        raise UsageError(f"{given} is for Slurm: add --on slurm or --on slurm:[user@]LOGIN")
+    if gpus is not None and (nodes or gpus_per_node):
+        raise UsageError("--gpus is the counts on one machine; with --nodes give --gpus-per-node")
+    if on_slurm and price is not None:
+        raise UsageError("--price is a machine's $/h; on Slurm give --price-per-gpu-hour")
     ref = suite.resolve(workload, workdir)
     points = on_one_node(parse_counts(gpus)) if gpus is not None else None
-    store = ResultsStore.for_writing(results)
+    node_counts = _counts("--nodes", nodes)
+    per_node = _counts("--gpus-per-node", gpus_per_node)
+    store = None if dry_run else ResultsStore.for_writing(results)
+    scheme_options = None
+    if on_slurm:
+        from gpubench.launch.slurm import SlurmOptions
+
+        scheme_options = SlurmOptions(
+            partition=partition, account=account, reservation=reservation, qos=qos, time=time_limit,
+            constraint=constraint, sbatch_args=tuple(sbatch_args or ()), launch=launch,
+            gpu_flag=gpu_flag, cpus_per_gpu=cpus_per_gpu, mem=mem,
+            price_per_gpu_hour=price_per_gpu_hour, pending_timeout=pending_timeout,
+            keep_dir=store.directory / "slurm" if store else None)
     options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
-                            connect_wait=connect_wait, echo=out)
+                            connect_wait=connect_wait, echo=out, scheme_options=scheme_options)
     with open_launcher(on, options) as launcher:
+        if on_slurm:
+            from gpubench.launch.slurm.plan import dry_run_text, node_points
+
+            points = points or node_points(launcher.machine(), node_counts, per_node)
+            if dry_run:
+                out(dry_run_text(launcher, ref, points, list(workload_args or [])))
+                return
+        elif node_counts or per_node:
+            points = grid(node_counts or [1], per_node or [1])
         plan, result = sweep_new_run(launcher, ref, points, list(workload_args or []), store, out,
                                      timeout, force)
     if result.records:
@@ -61,6 +143,17 @@ def run(
     out(render_report(store.load().records, "table", workload=ref.name))
     if not result.all_ok:
         raise typer.Exit(1)
+
+
+def _counts(flag: str, text: str | None) -> list[int] | None:
+    from gpubench.sweep import parse_counts
+
+    if text is None:
+        return None
+    try:
+        return parse_counts(text)
+    except UsageError as e:  # parse_counts speaks of --gpus
+        raise UsageError(str(e).replace("--gpus", flag, 1).replace("GPU count", "count")) from None
 
 
 def register(app: typer.Typer) -> None:

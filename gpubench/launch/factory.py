@@ -3,7 +3,7 @@
     (none)              this machine: torchrun --standalone here
     NAME                an instance in the ledger, over SSH
     user@host[:port]    a machine of the user's own, over SSH
-    SCHEME:REST         the launcher registered for SCHEME in SCHEMES
+    SCHEME[:REST]       the launcher registered for SCHEME in SCHEMES (slurm, slurm:LOGIN)
 
 A new way of launching (Slurm, a cluster of rented machines) is one module with
 `open_launcher(spec: str, options: LaunchOptions) -> Launcher` and one line in
@@ -23,7 +23,7 @@ from gpubench.remote.targets import RemoteHost, resolve
 DEFAULT_REMOTE_DIR = "gpubench"  # relative to the remote home
 
 # scheme -> module that opens its launchers, e.g. "slurm": "gpubench.launch.slurm"
-SCHEMES: dict[str, str] = {}
+SCHEMES: dict[str, str] = {"slurm": "gpubench.launch.slurm"}
 
 
 def _quiet(line: str) -> None:
@@ -42,6 +42,7 @@ class LaunchOptions:
     connect_wait: float = 30.0       # seconds to keep trying a machine that does not answer
     echo: LineSink = _quiet          # progress: connecting, the environment found, syncing
     known_hosts: Path | None = None  # [default: gpubench's own known_hosts file]
+    scheme_options: object = None    # what only a SCHEMES launcher reads (slurm: SlurmOptions)
 
 
 def open_launcher(on: str | RemoteHost | None, options: LaunchOptions = LaunchOptions()) -> Launcher:
@@ -52,8 +53,8 @@ def open_launcher(on: str | RemoteHost | None, options: LaunchOptions = LaunchOp
         return _open_local()
     if isinstance(on, RemoteHost):
         return _open_ssh(on, options)
-    scheme, colon, rest = on.partition(":")
-    if colon and scheme in SCHEMES:
+    scheme, _, rest = on.partition(":")
+    if scheme in SCHEMES:  # SCHEME alone too: --on slurm (this machine is the login node)
         return importlib.import_module(SCHEMES[scheme]).open_launcher(rest, options)
     return _open_ssh(resolve(on, options.key, options.price), options)
 

@@ -64,6 +64,9 @@ FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "cost_per_epoch": lambda rows: _dollars_per_second(rows) * rows["epoch_seconds"],
     "cost_per_million_samples": lambda rows: _dollars_per_second(rows) * 1e6 / rows["throughput"],
     "samples_per_dollar": _samples_per_dollar,
+    # where the allocation is budgeted in GPU-hours (Slurm records carry gpu_hours)
+    "gpu_hours_per_epoch": lambda rows: (rows["gpu_count"] * rows["epoch_seconds"] / 3600.0).where(
+        rows["gpu_hours"].notna()),
 }
 
 
@@ -133,6 +136,7 @@ def build_report(records, baseline: Baseline | None = None) -> Report:
     latest["nodes"] = latest["nodes"].astype(int)
 
     latest = _speedup(latest, baseline, notes)
+    latest = _node_speedup(latest)
     for column, formula in FORMULAS.items():
         latest[column] = formula(latest)
     latest = _marks(latest)
@@ -184,6 +188,18 @@ def _speedup(latest: pd.DataFrame, baseline: Baseline, notes: list[str]) -> pd.D
         where = (f"{row['workload']} on {row['provider']} {row['gpu_name']} {row['precision']}"
                  if baseline.selector is None else f"{row['workload']} {row['precision']}")
         notes.append(f"no baseline record ({baseline.describe()}) for {where}: speedup unknown")
+    return latest
+
+
+def _node_speedup(latest: pd.DataFrame) -> pd.DataFrame:
+    """Node scaling beside GPU scaling: each row against the 1-node record of its
+    machine type with the same GPUs per node (2 nodes x 4 GPUs against 1 x 4)."""
+    per_node = latest["gpu_count"] // latest["nodes"]
+    one_node = latest[latest["nodes"] == 1].assign(per_node=lambda rows: rows["gpu_count"])
+    base = one_node.set_index(GROUP_KEYS + ["per_node"])["throughput"].rename("node_baseline")
+    joined = latest.assign(per_node=per_node).join(base, on=GROUP_KEYS + ["per_node"])
+    latest["node_speedup"] = joined["throughput"] / joined["node_baseline"]
+    latest["node_efficiency"] = latest["node_speedup"] / latest["nodes"]
     return latest
 
 

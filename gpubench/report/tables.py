@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gpubench.report.compare import Comparison
 from gpubench.report.compute import Report, json_ready, report_rows
 from gpubench.workloads import record_schema
-from gpubench.workloads.record_schema import ABOVE_ONE, VARIES, Field
+from gpubench.workloads.record_schema import ABOVE_ONE, MULTI_NODE, PRESENT, VARIES, Field
 
 UNKNOWN = "unknown"
 RUNS = "runs"  # the unit of work of a user's script timed as a whole (recording.script_record)
@@ -107,6 +107,10 @@ def _shown(f: Field, rows: list[dict], unit: str) -> bool:
         return len({str(r.get(f.name)) for r in rows}) > 1
     if f.heading.when == ABOVE_ONE:
         return _above_one(rows, f.name)
+    if f.heading.when == PRESENT:
+        return any(r.get(f.name) is not None for r in rows)
+    if f.heading.when == MULTI_NODE:
+        return _above_one(rows, "nodes")
     return True
 
 

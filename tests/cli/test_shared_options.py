@@ -59,8 +59,9 @@ USES = {
 }
 
 # Flags that two commands give different meanings and that stay with their one
-# command each (ls --all: include terminated; down --all: every instance).
-LOCAL_MEANINGS = {"--all", "--workload", "--interruptible"}
+# command each (ls --all: include terminated; down --all: every instance; provision
+# --dry-run: rent nothing; run --dry-run: print the sbatch scripts, submit nothing).
+LOCAL_MEANINGS = {"--all", "--workload", "--interruptible", "--dry-run"}
 
 
 def _aliases() -> dict[str, object]:

@@ -114,8 +114,8 @@ def test_a_scheme_goes_to_its_registered_module_and_nothing_else_does(monkeypatc
     # a port after a host is not a scheme, nor is a scheme nobody registered
     open_launcher("fake2@host:22", LaunchOptions(key=key))
     assert connected[0][0].target.host == "host"
-    with pytest.raises(Exception, match="slurm:login"):
-        open_launcher("slurm:login")  # read as a ledger name, which it is not
+    with pytest.raises(Exception, match="k8s:login"):
+        open_launcher("k8s:login")  # read as a ledger name, which it is not
 
 
 def test_importing_the_factory_loads_no_launcher():

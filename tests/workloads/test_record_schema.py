@@ -45,14 +45,15 @@ def test_every_entry_is_well_formed():
     names = [f.name for f in record_schema.FIELDS]
     assert len(names) == len(set(names))
     for f in record_schema.FIELDS:
-        assert f.filled_by in (WORKLOAD, GPUBENCH, BOTH, REPORT), f.name
+        assert f.filled_by in (WORKLOAD, GPUBENCH, BOTH, REPORT, record_schema.LAUNCHER), f.name
         assert f.read_as in (None, record_schema.LABEL, record_schema.NUMBER, record_schema.TEXT), f.name
         assert f.column in (None, record_schema.EVERY_ROW, record_schema.FAILED_ROWS), f.name
         assert f.meaning and "\n" not in f.meaning, f.name
         assert f.filled_by != REPORT or f.read_as is None, f"{f.name}: the report computes it"
         if f.heading is not None:
             assert f.heading.when in (record_schema.ALWAYS, record_schema.VARIES,
-                                      record_schema.ABOVE_ONE), f.name
+                                      record_schema.ABOVE_ONE, record_schema.PRESENT,
+                                      record_schema.MULTI_NODE), f.name
         if f.default is not None:  # what the report's column holds for a record without it
             assert f.read_as is not None, f.name
             assert isinstance(f.default, (int, float) if f.read_as == record_schema.NUMBER else str), f.name
