@@ -66,7 +66,7 @@ def bench(
         out("")
         out(render_report(records, "table", workload=ref.name))
     if result.budget_stop:
-        err(f"error: stopped by the budget: {result.budget_stop}")
+        err(f"error: {result.budget_stop}")
     if not result.all_ok or result.budget_stop:
         raise typer.Exit(1)
 

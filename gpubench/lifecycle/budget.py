@@ -150,8 +150,8 @@ class Spending:
         left = self.seconds_left(now)
         if left < expected_s:
             raise BudgetReached(f"budget: {format_dollars(self.spent(now))} of "
-                                f"{format_dollars(self.budget)} spent; {what} (about "
-                                f"{_hours(expected_s / 3600.0)}) would pass it: no more runs")
+                                f"{format_dollars(self.budget)} spent; {what}, about "
+                                f"{_hours(expected_s / 3600.0)}, would pass it: no more runs")
         return min(timeout, left)
 
 

@@ -67,8 +67,9 @@ def deadline_after(hours: float | None, start: float | None = None) -> float | N
 
 # -- on the machine ----------------------------------------------------------------
 
-def _connect(entry: LedgerEntry, wait: float):
-    """An SSH connection to the row's machine, with gpubench's pinned host keys."""
+def _connect(entry: LedgerEntry, wait: float, retry: bool = True):
+    """An SSH connection to the row's machine, with gpubench's pinned host keys; tried
+    again for up to `wait` seconds, or (retry=False) once, within `wait`."""
     from gpubench import paths
     from gpubench.remote.connection import ConnectOptions, SshConnection
     from gpubench.remote.target import SshTarget
@@ -77,8 +78,9 @@ def _connect(entry: LedgerEntry, wait: float):
         raise WatchdogError(f"{entry.name} has no SSH address or key in the ledger")
     target = SshTarget(entry.ssh_host, int(entry.ssh_port or 22), entry.ssh_user or "root",
                        Path(entry.key_path))
-    conn = SshConnection(target, paths.known_hosts_path(),
-                         ConnectOptions(connect_timeout=min(10.0, wait), wait=wait, retry_pause=1.0))
+    options = ConnectOptions(connect_timeout=min(10.0, wait), wait=wait,
+                             retry_pause=1.0 if retry else wait)
+    conn = SshConnection(target, paths.known_hosts_path(), options)
     conn.open()
     return conn
 
@@ -132,7 +134,7 @@ def run_active(entry: LedgerEntry, wait: float = ASK_WAIT_S) -> bool | None:
         return None
     command = f"{REMOTE_PYTHON} -c {shlex.quote(SCRIPT.read_text())} status"
     try:
-        conn = _connect(entry, wait)
+        conn = _connect(entry, wait, retry=False)     # a halted machine refuses at once
     except (SshError, WatchdogError, OSError):
         return None
     try:
