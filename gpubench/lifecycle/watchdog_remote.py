@@ -217,9 +217,11 @@ def write_state(state):
 
 def watch(args, deadline):
     """Wait for the deadline, then for the sweeps to go, then stop the machine. Ends
-    when a newer watchdog replaced this one, or `give_up` seconds after the deadline."""
+    when a newer watchdog replaced this one, or `give_up` seconds after its first
+    attempt to stop the machine (it waits for connected sweeps as long as they last)."""
     waiting_said = False
     tries = 0
+    first_try = None
     while True:
         if read_state().get("pid") != os.getpid():
             log("replaced by a newer watchdog; leaving")
@@ -228,8 +230,8 @@ def watch(args, deadline):
         if now < deadline:
             time.sleep(min(args.poll, deadline - now))
             continue
-        if now > deadline + args.give_up:
-            log("giving up %.0f s after the deadline" % args.give_up)
+        if first_try is not None and now > first_try + args.give_up:
+            log("giving up: the machine is still here %.0f s after the first attempt" % args.give_up)
             return 1
         held = active_leases(args.base)
         if held:
@@ -239,6 +241,8 @@ def watch(args, deadline):
             time.sleep(args.poll)
             continue
         log("deadline passed and no gpubench sweep is connected: stopping the machine")
+        first_try = now if first_try is None else first_try
+        waiting_said = False
         stop(args.provider, args.endpoint, tries)
         tries += 1
         time.sleep(min(args.poll * 2 ** tries, 60))   # still here: try again, less often
