@@ -67,12 +67,13 @@ class BenchPlan:
 
     def describe(self) -> str:
         from gpubench.format import format_dollars
+        from gpubench.lifecycle.budget import say_hours
 
         best = self.offers[0]
         ceiling = f"; budget {format_dollars(self.budget)}" if self.budget is not None else ""
         return (f"{best.gpu_count}x {best.gpu_name} at {format_dollars(best.price_per_hour)}/h: "
-                f"{self.estimate.describe()}; it stops itself after {self.max_hours:.2g} h unless "
-                f"a gpubench run is active on it{ceiling}")
+                f"{self.estimate.describe()}; it stops itself after {say_hours(self.max_hours)} "
+                f"unless a gpubench run is active on it{ceiling}")
 
 
 @dataclass
@@ -133,6 +134,7 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle import provision as lifecycle_provision
     from gpubench.lifecycle.ledger import Ledger
+    from gpubench.lifecycle.budget import say_hours
     from gpubench.lifecycle.provision import default_name
 
     plan = plan or plan_bench(req, provider)
@@ -141,8 +143,8 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
     best = plan.offers[0]
     echo(f"renting {best.gpu_count}x {best.gpu_name} on {req.provider} "
          f"({best.instance_type or best.offer_id}) at ${best.price_per_hour:.2f}/h")
-    echo(f"plan: {plan.estimate.describe()}; the machine stops itself after {plan.max_hours:.2g} h "
-         f"unless a gpubench run is active on it"
+    echo(f"plan: {plan.estimate.describe()}; the machine stops itself after "
+         f"{say_hours(plan.max_hours)} unless a gpubench run is active on it"
          + (f"; budget {_money(plan.budget)}" if plan.budget is not None else ""))
     result = BenchResult(name=name)
     own_ledger = ledger is None

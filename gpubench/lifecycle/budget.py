@@ -73,7 +73,7 @@ class Estimate:
     def describe(self) -> str:
         from gpubench.format import format_dollars
 
-        return (f"{self.runs} run(s), about {_hours(self.hours)} expected, about "
+        return (f"{self.runs} run(s), about {say_hours(self.hours)} expected, about "
                 f"{format_dollars(self.dollars)} at {format_dollars(self.price_per_hour)}/h")
 
 
@@ -116,7 +116,7 @@ def refuse_over_budget(plan: Estimate, budget: float | None) -> None:
         from gpubench.format import format_dollars
 
         raise BudgetError(f"the plan is expected to cost about {format_dollars(plan.dollars)} "
-                          f"({plan.runs} run(s), about {_hours(plan.hours)} at "
+                          f"({plan.runs} run(s), about {say_hours(plan.hours)} at "
                           f"{format_dollars(plan.price_per_hour)}/h), more than the budget of "
                           f"{format_dollars(budget)}: nothing rented (fewer workloads or counts, "
                           f"a cheaper machine, or a larger --budget)")
@@ -151,10 +151,11 @@ class Spending:
         if left < expected_s:
             raise BudgetReached(f"budget: {format_dollars(self.spent(now))} of "
                                 f"{format_dollars(self.budget)} spent; {what}, about "
-                                f"{_hours(expected_s / 3600.0)}, would pass it: no more runs")
+                                f"{say_hours(expected_s / 3600.0)}, would pass it: no more runs")
         return min(timeout, left)
 
 
-def _hours(hours: float) -> str:
+def say_hours(hours: float) -> str:
+    """'45 min', '2.5 h': a duration as the messages say it."""
     minutes = int(round(hours * 60))
     return f"{minutes} min" if minutes < 120 else f"{hours:.1f} h"
