@@ -19,7 +19,6 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.lifecycle.ledger import LedgerEntry
@@ -32,8 +31,6 @@ CONNECT_WAIT_S = 30.0          # to install it: SSH has just answered
 ASK_WAIT_S = 10.0              # to ask a machine past its deadline whether a run is active
 # Providers whose machines carry their own id and a key that may remove them.
 SELF_REMOVING = ("runpod", "vast")
-
-Say = Callable[[str], None]
 
 
 class WatchdogError(GpubenchError):
