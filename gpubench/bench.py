@@ -2,6 +2,13 @@
 and give it back, whatever happens in between (an error, Ctrl-C), unless asked
 to keep it. The ledger row written by provisioning is what teardown acts on,
 so a machine whose launch was interrupted half-way is found and removed too.
+
+`plan_bench` comes first: the cheapest offer, the plan's expected time and cost
+(refused when over --budget), and the machine's deadline (--max-hours, by default
+the expected time plus a margin), for the caller to confirm. The machine stops
+itself at its deadline should gpubench die (lifecycle/watchdog.py); with a budget,
+no run starts that would take the spending past it, and a run's time limit is cut
+to what the budget has left.
 """
 
 from __future__ import annotations
@@ -10,11 +17,15 @@ import contextlib
 import signal
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from gpubench.errors import GpubenchError
 from gpubench.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
+
+if TYPE_CHECKING:
+    from gpubench.lifecycle.budget import Estimate
+    from gpubench.providers.common import Provider
 
 Echo = Callable[[str], None]
 TERMINATE_DEADLINE_S = 180.0
@@ -40,6 +51,29 @@ class BenchRequest:
     attempts: int = 3                 # launches to try, as provision's --attempts
     boot_timeout: float = 900.0       # seconds to reach running, as provision's --boot-timeout
     ssh_timeout: float = 300.0        # seconds for SSH to answer, as provision's --ssh-timeout
+    max_hours: float | None = None    # the machine's deadline [default: expected time + margin]
+    budget: float | None = None       # dollars [default: [defaults] budget in config.toml, else none]
+
+
+@dataclass
+class BenchPlan:
+    """What plan_bench decided, for the user to confirm and bench to follow."""
+
+    provider: "Provider"
+    offers: list                      # to try, cheapest first
+    estimate: "Estimate"
+    max_hours: float
+    budget: float | None
+
+    def describe(self) -> str:
+        from gpubench.format import format_dollars
+        from gpubench.lifecycle.budget import say_hours
+
+        best = self.offers[0]
+        ceiling = f"; budget {format_dollars(self.budget)}" if self.budget is not None else ""
+        return (f"{best.gpu_count}x {best.gpu_name} at {format_dollars(best.price_per_hour)}/h: "
+                f"{self.estimate.describe()}; it stops itself after {say_hours(self.max_hours)} "
+                f"unless a gpubench run is active on it{ceiling}")
 
 
 @dataclass
@@ -51,6 +85,7 @@ class BenchResult:
     cost: float | None = None         # the whole machine, from launch to terminate (or now)
     terminated: bool = False
     kept: bool = False
+    budget_stop: str | None = None    # why runs stopped before the plan's end (the budget)
 
     @property
     def all_ok(self) -> bool:
@@ -62,63 +97,140 @@ class TeardownError(GpubenchError):
     """The machine may still be running (and billing)."""
 
 
-def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
-          provider=None) -> BenchResult:
-    """Provision, sweep every workload, terminate; the result says what it cost."""
-    from gpubench.lifecycle import provision as lifecycle_provision
-    from gpubench.lifecycle.ledger import Ledger
-    from gpubench.lifecycle.provision import DEFAULT_IMAGE, Deadlines, ProvisionRequest, default_name
+def _provision_request(req: BenchRequest, name: str | None = None, max_hours: float | None = None):
+    from gpubench.lifecycle.provision import DEFAULT_IMAGE, Deadlines, ProvisionRequest
+
+    return ProvisionRequest(req.provider, req.gpus, req.gpu_type, req.disk_gb,
+                            req.image or DEFAULT_IMAGE, name=name, max_price=req.max_price,
+                            attempts=req.attempts,
+                            deadlines=Deadlines(running_s=req.boot_timeout, ssh_s=req.ssh_timeout),
+                            max_hours=max_hours)
+
+
+def plan_bench(req: BenchRequest, provider=None) -> BenchPlan:
+    """Connect, pick the offers, and estimate the plan; a plan expected to cost more
+    than the budget is refused (BudgetError) before anything is rented."""
+    from gpubench.lifecycle import budget, watchdog
+    from gpubench.lifecycle.provision import connect_and_plan
     from gpubench.providers import registry
 
     registry.check(req.provider)
-    name = req.name or default_name(req.provider)
-    preq = ProvisionRequest(req.provider, req.gpus, req.gpu_type, req.disk_gb,
-                            req.image or DEFAULT_IMAGE, name=name, max_price=req.max_price,
-                            attempts=req.attempts,
-                            deadlines=Deadlines(running_s=req.boot_timeout, ssh_s=req.ssh_timeout))
-    prov, offers = lifecycle_provision.connect_and_plan(preq, provider)
+    watchdog.check_max_hours(req.max_hours)
+    ceiling = budget.check_budget(req.budget) if req.budget is not None else budget.configured_budget()
+    prov, offers = connect_and_plan(_provision_request(req), provider)
     best = offers[0]
+    counts = budget.sweep_counts(best.gpu_count or req.gpus, req.counts)
+    estimate = budget.estimate([w.name for w in req.workloads], counts, req.timeout,
+                               best.price_per_hour)
+    budget.refuse_over_budget(estimate, ceiling)
+    max_hours = req.max_hours or estimate.default_max_hours(ceiling)
+    return BenchPlan(prov, offers, estimate, max_hours, ceiling)
+
+
+def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
+          provider=None, plan: BenchPlan | None = None) -> BenchResult:
+    """Provision, sweep every workload, terminate; the result says what it cost.
+    `plan` is plan_bench's (made here when not given)."""
+    from gpubench.lifecycle import fleet
+    from gpubench.lifecycle import provision as lifecycle_provision
+    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.lifecycle.budget import say_hours
+    from gpubench.lifecycle.provision import default_name
+
+    plan = plan or plan_bench(req, provider)
+    name = req.name or default_name(req.provider)
+    preq = _provision_request(req, name, plan.max_hours)
+    best = plan.offers[0]
     echo(f"renting {best.gpu_count}x {best.gpu_name} on {req.provider} "
          f"({best.instance_type or best.offer_id}) at ${best.price_per_hour:.2f}/h")
+    echo(f"plan: {plan.estimate.describe()}; the machine stops itself after "
+         f"{say_hours(plan.max_hours)} unless a gpubench run is active on it"
+         + (f"; budget {_money(plan.budget)}" if plan.budget is not None else ""))
     result = BenchResult(name=name)
     own_ledger = ledger is None
     ledger = ledger or Ledger()
     try:
+        fleet.settle_deadlines(ledger, say=echo)
         try:
-            outcome = lifecycle_provision.provision(prov, preq, offers, ledger,
+            outcome = lifecycle_provision.provision(plan.provider, preq, plan.offers, ledger,
                                                     lambda phase, detail: echo(f"{phase}: {detail}"))
             result.instance_id = outcome.entry.instance_id
             echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
                  f"{outcome.entry.instance_id})")
-            _sweeps(req, outcome.entry, store, echo, result)
+            spending = None
+            if plan.budget is not None:
+                from gpubench.lifecycle.budget import Spending
+
+                spending = Spending(ledger, outcome.entry.row_id, plan.budget)
+            _sweeps(req, outcome.entry, store, echo, result, spending)
         except BaseException as first:
             try:
-                _teardown(req, name, ledger, prov, echo, result)
+                _teardown(req, name, ledger, plan.provider, echo, result)
             except Exception as second:
                 # Both matter: why the bench stopped, and that the machine may still bill.
                 raise TeardownError(f"{_one_line(first)}\nerror: {second}") from first
             raise
-        _teardown(req, name, ledger, prov, echo, result)
+        _teardown(req, name, ledger, plan.provider, echo, result)
     finally:
         if own_ledger:
             ledger.close()
     return result
 
 
-def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: BenchResult) -> None:
+def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: BenchResult,
+            spending=None) -> None:
     from gpubench.launch.factory import LaunchOptions, open_launcher
+    from gpubench.lifecycle.budget import BudgetReached
     from gpubench.remote.targets import host_from_entry
     from gpubench.sweep import SweepPlan, default_points, on_one_node, sweep
 
     options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
-    with open_launcher(host_from_entry(entry), options) as launcher:
+    with open_launcher(host_from_entry(entry), options) as opened:
+        launcher = opened if spending is None else _Budgeted(opened, spending)
         machine = launcher.machine()
         points = on_one_node(req.counts) if req.counts else default_points(machine)
         for workload in req.workloads:
             run_plan = SweepPlan(workload, list(points), list(req.workload_args), new_run_id(),
                                  req.timeout, force=req.force)
             result.run_ids.append(run_plan.run_id)
-            result.records += sweep(launcher, run_plan, store, echo).records
+            try:
+                result.records += sweep(launcher, run_plan, store, echo).records
+            except BudgetReached as e:
+                result.budget_stop = str(e)
+                echo(f"{e}; tearing down")
+                return
+
+
+class _Budgeted:
+    """The sweep's launcher, asking the budget before each run: no run starts whose
+    expected time would take the spending past it, and a run's time limit is cut to
+    what the budget has left (a run stopped there is recorded as timed out)."""
+
+    def __init__(self, launcher, spending) -> None:
+        self._launcher = launcher
+        self._spending = spending
+
+    def machine(self):
+        return self._launcher.machine()
+
+    def prepare(self, workload) -> None:
+        self._launcher.prepare(workload)
+
+    def run(self, workload, point, workload_args, on_line, timeout):
+        from gpubench.lifecycle.budget import expected_run_s
+
+        limit = self._spending.allow(expected_run_s(workload.name, timeout), timeout,
+                                     f"the next run ({workload.name} on {point.describe()})")
+        return self._launcher.run(workload, point, workload_args, on_line, limit)
+
+    def close(self) -> None:
+        self._launcher.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: BenchResult) -> None:
@@ -132,8 +244,10 @@ def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: Be
     if req.keep:
         result.kept = True
         result.cost = entry.cost()
+        stops = (f"; it stops itself at {_clock(entry.deadline_at)} unless a gpubench run is "
+                 f"active on it" if entry.deadline_at else "")
         echo(f"keeping {name} ({req.provider} {entry.instance_id}), {_money(result.cost)} so far; "
-             f"'gpubench down {name}' stops paying for it")
+             f"'gpubench down {name}' stops paying for it{stops}")
         return
     echo(f"terminating {name} ({req.provider} {entry.instance_id or 'id unknown'})")
     with _ctrl_c_deferred(echo):
@@ -184,3 +298,9 @@ def _money(dollars: float | None) -> str:
     from gpubench.format import format_dollars
 
     return format_dollars(dollars)
+
+
+def _clock(stamp: float) -> str:
+    import time
+
+    return time.strftime("%H:%M", time.localtime(stamp))

@@ -7,11 +7,11 @@ from typing import Annotated, Optional
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
-                                  MaxPriceOpt, NameOpt, ProviderArg, RemotePythonOpt, ResultsOpt,
-                                  RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg,
-                                  YesOpt)
-from gpubench.cli.render import out
+from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt,
+                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, ProviderArg,
+                                  RemotePythonOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
+                                  WorkdirOpt, WorkloadArgsArg, YesOpt)
+from gpubench.cli.render import err, out
 
 
 def bench(
@@ -37,23 +37,27 @@ def bench(
     attempts: AttemptsOpt = 3,
     boot_timeout: BootTimeoutOpt = 900.0,
     ssh_timeout: SshTimeoutOpt = 300.0,
+    max_hours: MaxHoursOpt = None,
+    budget: BudgetOpt = None,
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
-    from gpubench.bench import BenchRequest, bench as run_bench
+    from gpubench.bench import BenchRequest, bench as run_bench, plan_bench
     from gpubench.results import ResultsStore
     from gpubench.sweep import parse_counts
 
     refs = suite.resolve_list(workload, workdir)
     store = ResultsStore.for_writing(results)
-    confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench "
-                    "(terminated at the end unless --keep)?",
-                    "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
                        name, keep, force, timeout, remote_python, attempts=attempts,
-                       boot_timeout=boot_timeout, ssh_timeout=ssh_timeout)
-    result = run_bench(req, store, out)
+                       boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
+                       budget=budget)
+    plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
+    confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench ({plan.describe()}; "
+                    "terminated at the end unless --keep)?",
+                    "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
+    result = run_bench(req, store, out, plan=plan)
 
     from gpubench.report.render import render_report
 
@@ -61,7 +65,9 @@ def bench(
     for ref in refs:
         out("")
         out(render_report(records, "table", workload=ref.name))
-    if not result.all_ok:
+    if result.budget_stop:
+        err(f"error: {result.budget_stop}")
+    if not result.all_ok or result.budget_stop:
         raise typer.Exit(1)
 
 

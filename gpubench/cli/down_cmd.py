@@ -22,10 +22,12 @@ def down(
     """Terminate NAME (or --all, or --orphans) and confirm the provider no longer has it."""
     from gpubench.errors import GpubenchError
     from gpubench.lifecycle.down import DownRequest, plan_down, take_down
+    from gpubench.lifecycle.fleet import settle_deadlines
     from gpubench.lifecycle.ledger import Ledger
 
     request = DownRequest(name, all_, orphans, timeout).validate()
     with Ledger() as ledger:
+        settle_deadlines(ledger, say=err)       # machines past their --max-hours deadline
         plan = plan_down(ledger, request, warn=err)
         if not plan.targets:
             out(plan.note)

@@ -7,11 +7,13 @@ from typing import Annotated
 import typer
 
 from gpubench.cli.options import FormatOpt
-from gpubench.cli.render import check_format, err, out, render_rows
+from gpubench.cli.render import check_format, err, format_dollars, out, render_rows
 
 COLUMNS = [("name", "name"), ("provider", "provider"), ("instance_id", "id"), ("status", "status"),
            ("gpus", "gpus"), ("price_per_hour", "$/h"), ("uptime", "uptime"), ("cost", "cost $"),
-           ("ssh", "ssh"), ("note", "note")]
+           ("ssh", "ssh"), ("stops", "stops"), ("note", "note")]
+# What programs get besides: the deadline as a time stamp, and how the machine stops then.
+MACHINE_COLUMNS = [("deadline_at", "deadline_at"), ("watchdog", "watchdog")]
 
 
 def ls(
@@ -25,11 +27,17 @@ def ls(
     check_format(fmt, ("table", "csv", "json", "markdown"))
     with Ledger() as ledger:
         providers = fleet.providers_for_ledger(ledger, err)
+        fleet.settle_deadlines(ledger, providers, err)
         rows = fleet.reconcile(ledger, providers, include_done=show_all, warn=err)
     if not rows and fmt == "table":
         out("no instances")
         return
-    out(render_rows([r.as_row() for r in rows], COLUMNS, fmt))
+    columns = COLUMNS if fmt in ("table", "markdown") else COLUMNS + MACHINE_COLUMNS
+    out(render_rows([r.as_row() for r in rows], columns, fmt))
+    if fmt == "table":
+        priced = [r for r in rows if r.cost is not None]
+        out(f"spent so far: {format_dollars(fleet.total_cost(rows))} in all "
+            f"({len(priced)} machine{'s' if len(priced) != 1 else ''} with a price on record)")
 
 
 def register(app: typer.Typer) -> None:

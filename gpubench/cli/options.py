@@ -58,6 +58,16 @@ AttemptsOpt = Annotated[int, typer.Option("--attempts", help="Launches to try be
 BootTimeoutOpt = Annotated[float, typer.Option("--boot-timeout", help="Seconds to reach running.")]
 SshTimeoutOpt = Annotated[float, typer.Option("--ssh-timeout", help="Seconds for SSH to answer.")]
 
+# Machines that stop themselves (provision, bench) and a ceiling on spending (bench).
+MAX_HOURS_HELP = ("Hours after which the machine stops itself unless a gpubench run is active "
+                  "on it (a watchdog on the machine; provision: none by default; bench: the "
+                  "plan's expected time plus a margin).")
+BUDGET_HELP = ("Most dollars to spend: a plan expected to cost more is refused, and the bench "
+               "stops and tears down before it would pass [default: [defaults] budget in "
+               "config.toml, else none].")
+MaxHoursOpt = Annotated[Optional[float], typer.Option("--max-hours", help=MAX_HOURS_HELP)]
+BudgetOpt = Annotated[Optional[float], typer.Option("--budget", help=BUDGET_HELP)]
+
 # An instance gpubench already has (down, ssh); required where no default is given.
 INSTANCE_NAME_HELP = "Instance name (see 'gpubench ls')."
 InstanceNameArg = Annotated[Optional[str], typer.Argument(help=INSTANCE_NAME_HELP)]

@@ -9,7 +9,8 @@ import typer
 
 from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
-                                  MaxPriceOpt, NameOpt, ProviderArg, SshTimeoutOpt, YesOpt)
+                                  MaxHoursOpt, MaxPriceOpt, NameOpt, ProviderArg, SshTimeoutOpt,
+                                  YesOpt)
 from gpubench.cli.render import err, format_dollars, out
 
 
@@ -30,8 +31,10 @@ def provision(
     attempts: AttemptsOpt = 3,
     boot_timeout: BootTimeoutOpt = 900.0,
     ssh_timeout: SshTimeoutOpt = 300.0,
+    max_hours: MaxHoursOpt = None,
 ) -> None:
     """Rent a machine with GPUS GPUs, wait until SSH answers, and print how to reach it."""
+    from gpubench.lifecycle import fleet
     from gpubench.lifecycle.ledger import Ledger
     from gpubench.lifecycle.provision import (DEFAULT_IMAGE, Deadlines, ProvisionRequest,
                                               connect_and_plan, provision as run)
@@ -39,8 +42,11 @@ def provision(
 
     req = ProvisionRequest(provider, gpus, gpu_type, disk, image or DEFAULT_IMAGE, region, name,
                            max_price, interruptible, attempts,
-                           Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout))
+                           Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout), max_hours)
     prov, offers = connect_and_plan(req)
+    if not dry_run:
+        with Ledger() as ledger:
+            fleet.settle_deadlines(ledger, say=err)
     best = offers[0]
     where = f" in {best.region}" if best.region else ""
     out(f"cheapest match: {best.gpu_count}x {best.gpu_name} on {provider}{where} "
@@ -52,7 +58,9 @@ def provision(
                 f"at {format_dollars(alt.price_per_hour)}/h")
         out("dry run: nothing rented")
         return
-    confirm_or_stop(f"Rent it for {format_dollars(best.price_per_hour)}/h?",
+    stops = (f", stopping itself after {max_hours:g} h unless a gpubench run is active on it"
+             if max_hours else "")
+    confirm_or_stop(f"Rent it for {format_dollars(best.price_per_hour)}/h{stops}?",
                     "not rented: pass --yes to rent without a terminal to confirm on",
                     said_on_no="nothing rented", yes=yes)
     with Ledger() as ledger, _Progress() as progress:
@@ -62,6 +70,9 @@ def provision(
         f"{e.gpu_count}x {e.gpu_name} at {format_dollars(e.price_per_hour)}/h")
     out(f"  ssh:  gpubench ssh {e.name}    or    ssh {e.ssh_alias}  (add '{include_hint()}' "
         f"to ~/.ssh/config)")
+    if e.deadline_at is not None:
+        out(f"  stops:  at {time.strftime('%H:%M', time.localtime(e.deadline_at))} "
+            f"({e.watchdog or 'ledger only'})")
     out(f"  stop paying: gpubench down {e.name}")
 
 

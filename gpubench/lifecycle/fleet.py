@@ -4,7 +4,9 @@
 (sightings.py: the list, a lookup by id for a row the list leaves out, a row whose
 launch answer was lost found by its gpubench- name; rows of another account are
 left as they are), and reports instances named gpubench-* that the ledger lacks as
-orphans. Taking instances down is in terminate.py (one instance) and down.py (what
+orphans. `settle_deadlines` terminates the machines past their --max-hours deadline
+that no gpubench run holds (every command that rents or lists calls it first).
+Taking instances down is in terminate.py (one instance) and down.py (what
 `gpubench down` asks for).
 """
 
@@ -15,12 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gpubench.lifecycle import sightings
+from gpubench.lifecycle import accounts, sightings, watchdog
+from gpubench.lifecycle.accounts import Relation
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
-from gpubench.lifecycle.status import BadTransitionError
+from gpubench.lifecycle.status import BadTransitionError, LedgerStatus
+from gpubench.lifecycle.terminate import DownResult, terminate_and_confirm
 from gpubench.providers import registry
 from gpubench.providers.common import (NAME_PREFIX, Instance, InstanceState, MissingKeyError,
-                                       Provider, ProviderError)
+                                       NotFoundError, Provider, ProviderError)
 
 Say = Callable[[str], None]
 
@@ -91,13 +95,16 @@ class FleetRow:
     note: str = ""
     entry: LedgerEntry | None = field(default=None, repr=False)
     instance: Instance | None = field(default=None, repr=False)
+    stops: str | None = None             # its deadline and watchdog, as `ls` says them
 
     def as_row(self) -> dict:
+        entry = self.entry
         return {"name": self.name, "provider": self.provider, "instance_id": self.instance_id,
                 "status": self.status, "gpus": self.gpus, "price_per_hour": self.price_per_hour,
                 "uptime": _duration(self.uptime_s), "uptime_s": self.uptime_s,
                 "cost": None if self.cost is None else round(self.cost, 4), "ssh": self.ssh,
-                "note": self.note}
+                "stops": self.stops, "deadline_at": entry.deadline_at if entry else None,
+                "watchdog": entry.watchdog if entry else None, "note": self.note}
 
 
 def _duration(seconds: float | None) -> str | None:
@@ -140,7 +147,8 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
             gpus=_gpus(entry.gpu_count, entry.gpu_name), price_per_hour=entry.price_per_hour,
             uptime_s=entry.uptime_s(now), cost=entry.cost(now),
             ssh=entry.ssh_alias if entry.active and entry.may_answer_ssh else None,
-            note=note, entry=entry, instance=inst))
+            note=note, entry=entry, instance=inst,
+            stops=watchdog.deadline_of(entry).describe(now) if entry.active else None))
     for provider, instances in listed.items():
         for inst in instances:
             key = (provider, inst.instance_id)
@@ -159,3 +167,75 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
                 price_per_hour=inst.price_per_hour, uptime_s=None, cost=None, ssh=None,
                 note=note, instance=inst))
     return rows
+
+
+def total_cost(rows: list[FleetRow]) -> float:
+    """Dollars spent so far by the machines the rows show (price x time, from the ledger)."""
+    return sum(r.cost or 0.0 for r in rows)
+
+
+# -- deadlines -----------------------------------------------------------------
+
+TERMINATE_DEADLINE_S = 180.0
+
+
+def settle_deadlines(ledger: Ledger, providers: dict[str, Provider] | None = None,
+                     say: Say = _silent, now: float | None = None) -> list[DownResult]:
+    """Terminate (until confirmed) every live machine past its --max-hours deadline,
+    saying so, unless a gpubench run is active on it then (it is left, and asked
+    again by the next command). A machine that halted itself still bills, and a
+    watchdog may never have started: this is the ledger's side of the deadline.
+    Providers are connected only when some row is due (`providers`: already connected)."""
+    now = time.time() if now is None else now
+    due = [e for e in ledger.entries() if e.past_deadline(now) and e.instance_id]
+    if not due:
+        return []
+    if providers is None:
+        providers = connect_all(sorted({e.provider for e in due}), say)
+    results = []
+    for entry in due:
+        provider = providers.get(entry.provider)
+        relation = accounts.relation(entry, provider) if provider is not None else Relation.OTHER
+        if relation is Relation.OTHER:
+            continue        # `ls` says why (no key, another account); nothing can be done here
+        try:
+            result = _settle_one(ledger, entry, provider, relation, say)
+        except BadTransitionError:
+            continue        # another process moved the row meanwhile: its word stands
+        except ProviderError as e:
+            say(f"warning: {entry.name} is past its deadline; {e}")
+            continue
+        if result is not None:
+            results.append(result)
+    return results
+
+
+def _settle_one(ledger: Ledger, entry: LedgerEntry, provider: Provider, relation: Relation,
+                say: Say) -> DownResult | None:
+    when = time.strftime("%H:%M", time.localtime(entry.deadline_at))
+    if relation is Relation.SAME and _gone(provider, entry.instance_id):
+        entry = ledger.mark(entry.row_id, LedgerStatus.TERMINATED, "terminated_confirmed_at",
+                            note=f"stopped itself at its deadline ({when}); "
+                                 f"{entry.provider} confirms it gone")
+        say(f"{entry.name} stopped itself at its deadline ({when}); {entry.provider} confirms it gone")
+        return DownResult(entry.name, entry.provider, entry.instance_id, True, entry.cost(),
+                          "stopped itself")
+    if watchdog.run_active(entry):
+        say(f"{entry.name} is past its deadline ({when}) but a gpubench run is active on it: "
+            f"left running")
+        return None
+    say(f"{entry.name} passed its deadline ({when}, --max-hours) with no gpubench run active: "
+        f"terminating {entry.provider} {entry.instance_id}")
+    result = terminate_and_confirm(ledger, entry, provider, TERMINATE_DEADLINE_S, say,
+                                   note=f"past its deadline ({when}): terminated")
+    say(f"{entry.name}: terminated (confirmed by {entry.provider})" if result.gone else
+        f"warning: {entry.name}: NOT confirmed gone: {result.message}")
+    return result
+
+
+def _gone(provider: Provider, instance_id: str) -> bool:
+    """The row's own account says the instance is no more (not found, or terminated)."""
+    try:
+        return provider.get(instance_id).status is InstanceState.TERMINATED
+    except NotFoundError:
+        return True

@@ -11,6 +11,10 @@ provider's list speaks only for one account. terminated_confirmed_at is stamped 
 once that account's provider says the instance is gone (not found, or terminated),
 never on the terminate call's own answer nor on a list that leaves it out.
 
+A row rented with --max-hours carries its deadline (deadline_at) and how its machine
+stops itself then (watchdog, see watchdog.py); every later command acts on a row past
+it, since a machine that only halted (Lambda) still bills.
+
 Statuses (gpubench.lifecycle.status): requested -> launched -> running -> ready ->
 terminating -> terminated, "missing" (left out of its account's list, not confirmed
 gone), or "unconfirmed" (terminate answered but the instance is still there). `mark`
@@ -71,13 +75,16 @@ CREATE TABLE IF NOT EXISTS instances (
     account_endpoint TEXT,
     key_fingerprint TEXT,
     account_id TEXT,
-    launch_ended_at REAL
+    launch_ended_at REAL,
+    deadline_at REAL,
+    watchdog TEXT
 );
 CREATE INDEX IF NOT EXISTS instances_name ON instances(name);
 """
 # Columns added after the first ledger files were written: ALTERed into old files.
 _ADDED_COLUMNS = (("account_endpoint", "TEXT"), ("key_fingerprint", "TEXT"),
-                  ("account_id", "TEXT"), ("launch_ended_at", "REAL"))
+                  ("account_id", "TEXT"), ("launch_ended_at", "REAL"),
+                  ("deadline_at", "REAL"), ("watchdog", "TEXT"))
 
 
 class LedgerError(GpubenchError):
@@ -119,6 +126,8 @@ class LedgerEntry:
     key_fingerprint: str | None = None
     account_id: str | None = None
     launch_ended_at: float | None = None  # the launch call came back (with an id or not)
+    deadline_at: float | None = None      # --max-hours: when the machine must stop (None: never)
+    watchdog: str | None = None           # how the machine stops itself, or why it cannot
 
     @property
     def active(self) -> bool:
@@ -178,6 +187,12 @@ class LedgerEntry:
         if up is None or self.price_per_hour is None or self.instance_id is None:
             return None
         return self.price_per_hour * up / 3600.0
+
+    def past_deadline(self, now: float | None = None) -> bool:
+        """A live row whose --max-hours deadline has passed: the next gpubench command
+        terminates its machine unless a gpubench run is active on it."""
+        now = time.time() if now is None else now
+        return self.active and self.deadline_at is not None and now >= self.deadline_at
 
     def launch_in_flight_s(self, now: float | None = None) -> float:
         """Seconds left during which the launch call may still be going on: 0 once the

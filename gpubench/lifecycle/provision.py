@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gpubench.errors import GpubenchError, UsageError
-from gpubench.lifecycle import accounts
+from gpubench.lifecycle import accounts, watchdog
 from gpubench.lifecycle.keys import HostKeyChangedError, SshNotReady, ensure_keypair, probe
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.sshconfig import sync_ssh_config
@@ -63,8 +63,10 @@ class ProvisionRequest:
     interruptible: bool = False
     attempts: int = 3
     deadlines: Deadlines = field(default_factory=Deadlines)
+    max_hours: float | None = None   # the machine stops itself this long after it is asked for
 
     def validate(self) -> "ProvisionRequest":
+        watchdog.check_max_hours(self.max_hours)
         if self.deadlines.running_s <= 0 or self.deadlines.ssh_s <= 0:
             raise UsageError("--boot-timeout and --ssh-timeout must be positive")
         if self.gpus < 1:
@@ -170,7 +172,8 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
                              instance_type=offer.instance_type, region=offer.region,
                              gpu_name=offer.gpu_name, gpu_count=offer.gpu_count,
                              price_per_hour=offer.price_per_hour, disk_gb=req.disk_gb,
-                             image=req.image, key_path=str(keypair.private))
+                             image=req.image, key_path=str(keypair.private),
+                             deadline_at=watchdog.deadline_after(req.max_hours))
         progress("launch", f"{offer.gpu_count}x {offer.gpu_name} at ${offer.price_per_hour:.2f}/h "
                            f"({offer.instance_type or offer.offer_id}{', ' + offer.region if offer.region else ''})")
         try:
@@ -227,6 +230,8 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
             raise
         entry = ledger.mark(entry.row_id, LedgerStatus.READY, "ssh_ready_at")
         sync_ssh_config(ledger)
+        if entry.deadline_at is not None:
+            entry = _start_watchdog(provider, ledger, entry, progress)
         progress("ready", f"ssh {entry.ssh_alias}")
         return Outcome(entry, offer, failures, time.monotonic() - started)
     detail = "; ".join(failures[-3:]) or "no offer tried"
@@ -288,6 +293,24 @@ def _wait_ssh(inst: Instance, key_path, deadline_s: float, progress: Progress) -
         remind(f"waiting for SSH on {inst.ssh_host}:{inst.ssh_port} ({remind.elapsed:.0f} s of "
                f"{deadline_s:g} s)")
         pause(deadline)
+
+
+def _start_watchdog(provider: Provider, ledger: Ledger, entry: LedgerEntry,
+                    progress: Progress) -> LedgerEntry:
+    """Have the machine stop itself at the row's deadline. A watchdog that cannot be
+    started costs the machine nothing: the ledger's deadline still holds, acted on by
+    the next gpubench command."""
+    account = accounts.connected(provider)
+    when = time.strftime("%H:%M", time.localtime(entry.deadline_at))
+    try:
+        how = watchdog.install(entry, entry.deadline_at, account.endpoint if account else "")
+    except watchdog.WatchdogError as e:
+        progress("watchdog", f"not started ({e}); the ledger's deadline ({when}) still holds: "
+                             f"any gpubench command after it terminates {entry.name}")
+        return ledger.update(entry.row_id, watchdog=f"not started: {e}"[:160])
+    progress("watchdog", f"{entry.name} stops itself ({how}) at {when} unless a gpubench run "
+                         f"is active on it then")
+    return ledger.update(entry.row_id, watchdog=how)
 
 
 def _discard_instance(provider: Provider, ledger: Ledger, entry: LedgerEntry, deadline_s: float,

@@ -2,7 +2,8 @@
 
 One background thread ("the ticker") moves instances through their life: it boots pending
 instances whose boot delay has passed (starting their sshd), brings back the sshd of running
-instances after a restart, and kills instances while a `dies` fault holds. It is the only
+instances after a restart, stops instances that ran `shutdown` on themselves, and kills
+instances while a `dies` fault holds. It is the only
 thread that starts sshd (see sshhost.py on PDEATHSIG).
 """
 
@@ -143,7 +144,10 @@ class Engine:
                 self.store.update(inst)
         elif inst.phase == RUNNING:
             dies = self.faults.active(inst.provider, "dies")
-            if dies is not None and now - (inst.running_since or now) >= (dies.value or 0.0):
+            if self.host.halted(inst):        # `shutdown` on the machine (a watchdog's halt)
+                self.mark_stopped(inst)
+                self.store.update(inst)
+            elif dies is not None and now - (inst.running_since or now) >= (dies.value or 0.0):
                 self.host.stop(inst)
                 inst.phase = DEAD
                 self.store.update(inst)

@@ -4,7 +4,8 @@ Bearer auth only. Errors are application/problem+json `{title, status, detail, e
 unknown body fields are 422; create is 201 with status PROVISIONING, delete is 204 and the
 pod is 404 afterwards. Status goes PROVISIONING -> STARTING -> RUNNING; a `dies` fault turns
 it to ERROR. `ssh.direct` and `runtime.ports` appear only while RUNNING with 22/tcp exposed.
-Every authenticated answer carries the RateLimit headers.
+Every authenticated answer carries the RateLimit headers. A pod carries RUNPOD_POD_ID and its
+own RUNPOD_API_KEY, which may delete that pod only.
 """
 
 from __future__ import annotations
@@ -41,6 +42,22 @@ _ACTIONS = {"PROVISIONING": ["stop", "terminate"], "STARTING": ["stop", "termina
             "ERROR": ["start", "terminate"]}
 RATE_LIMIT = {"RateLimit": '"minute";r=59;t=60, "hour";r=2999;t=3600, "day";r=49999;t=86400',
               "RateLimit-Policy": '"minute";q=60;w=60, "hour";q=3000;w=3600, "day";q=50000;w=86400'}
+
+
+# A pod carries its own id and an API key in its environment (the variables runpodctl
+# reads), so that it can remove itself; the mock's pod key may delete that pod only.
+ID_VAR, KEY_VAR = "RUNPOD_POD_ID", "RUNPOD_API_KEY"
+
+
+def self_removal(req: Request, engine) -> bool:
+    """Whether `req` is a pod removing itself: DELETE of one pod with its own key."""
+    mt = _POD.match(req.path.rstrip("/"))
+    key = req.bearer()
+    if req.method != "DELETE" or mt is None or not key:
+        return False
+    inst = engine.store.get(PROVIDER, mt.group(1))
+    own = (inst.extra.get("machine_env") or {}).get(KEY_VAR) if inst is not None else None
+    return bool(own) and secrets.compare_digest(key, own)
 
 
 def problem(status: int, detail: str, errors: list[str] | None = None) -> Response:
@@ -297,6 +314,8 @@ def create_pod(engine, *, name: str, image: str, gpu_id: str, count: int, cloud:
         return None, problem(400, f"gpu.count {count} exceeds the maximum of 8 for {gpu_id}")
     keys = [k.public_key for k in engine.store.keys(PROVIDER)] if start_ssh else []
     keys += [line.strip() for line in str(env.get("PUBLIC_KEY", "")).splitlines() if line.strip()]
+    pod_id = new_pod_id()
+    machine_env = {ID_VAR: pod_id, KEY_VAR: "rpa_" + secrets.token_hex(24).upper()}
     with engine.lock:
         free = free_gpus(engine, g, cloud)
         candidates = [dc for dc in free if not data_centers or dc in data_centers]
@@ -304,11 +323,11 @@ def create_pod(engine, *, name: str, image: str, gpu_id: str, count: int, cloud:
         if chosen is None:
             return None, problem(400, NO_CAPACITY)
         inst = engine.launch(
-            PROVIDER, iid=new_pod_id(), name=name, offer_key=f"{gpu_id}@{chosen}@{cloud}", units=count,
+            PROVIDER, iid=pod_id, name=name, offer_key=f"{gpu_id}@{chosen}@{cloud}", units=count,
             gpu_name=gpu_id, gpu_count=count, price_per_hour=catalog.runpod_price(g, cloud) * count,
             region=chosen, authorized_keys=keys,
             extra={"image": image, "disk": disk, "ports": ports, "env": env, "cloud": cloud,
-                   "cuda": g.cuda, **(extra or {})})
+                   "cuda": g.cuda, "machine_env": machine_env, **(extra or {})})
     return inst, None
 
 

@@ -3,7 +3,8 @@ first, and serves the admin endpoints under /_mock/.
 
 Routing: /v2/... and /graphql -> RunPod; /api/v0/... -> Vast; /api/v1/instances/ (with its
 trailing slash, as the vastai CLI sends it) or any /api/v1 call carrying the Vast key -> Vast;
-the rest of /api/v1/... -> Lambda.
+the rest of /api/v1/... -> Lambda. A machine's own key (Vast.ai CONTAINER_API_KEY, RunPod's
+pod RUNPOD_API_KEY) is accepted for removing that machine only.
 
 Admin: GET /_mock/health, GET /_mock/faults, POST /_mock/faults with `{"spec": "..."}`.
 """
@@ -59,13 +60,19 @@ def dispatch(req: Request, engine) -> Response:
             if fault.value is not None:
                 resp.headers["Retry-After"] = str(int(fault.value))
             return resp
-    if not module.authorized(req):
+    if not module.authorized(req) and not _machine_removing_itself(module, req, engine):
         return module.unauthorized()
     try:
         return module.handle(req, engine)
     except Exception:
         log.exception("mock %s handler failed on %s %s", provider, req.method, req.path)
         return module.fault_response(500)
+
+
+def _machine_removing_itself(module, req: Request, engine) -> bool:
+    """A machine's own key (Vast.ai, RunPod) is good for removing that machine only."""
+    check = getattr(module, "self_removal", None)
+    return check is not None and check(req, engine)
 
 
 def _admin(req: Request, engine) -> Response:
@@ -117,6 +124,12 @@ class MockHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 64
+
+    def handle_error(self, request, client_address) -> None:
+        """A client gone before its answer (a machine that removed itself is killed while
+        its DELETE is answered) is routine; anything else goes to the debug log, not to
+        the terminal of whoever runs the mock."""
+        log.debug("request from %s failed", client_address, exc_info=True)
 
 
 def make_server(engine, port: int) -> MockHTTPServer:

@@ -105,13 +105,17 @@ class InstanceHost:
                             "-f", str(hostkey)], check=True, stdin=subprocess.DEVNULL, timeout=30)
         (sshd_dir / "authorized_keys").write_text("".join(k.strip() + "\n" for k in inst.authorized_keys))
         tag = self.process_tag(inst.provider, inst.id)
+        bin_dir = self._halt_shims(inst)
+        machine_env = "".join(f"export {k}={shlex.quote(str(v))}\n"
+                              for k, v in sorted((inst.extra.get("machine_env") or {}).items()))
         session = sshd_dir / "session.sh"
         session.write_text(f"""#!/bin/sh
-# ForceCommand of a mock {inst.provider} instance: its own HOME, the mock's Python first on PATH.
+# ForceCommand of a mock {inst.provider} instance: its own HOME, the mock's Python first on PATH
+# (after the machine's own shutdown), the variables the provider gives its machines.
 export HOME={shlex.quote(str(self.home(inst)))}
-export PATH={shlex.quote(self.python_bin)}:"$PATH"
+export PATH={shlex.quote(str(bin_dir))}:{shlex.quote(self.python_bin)}:"$PATH"
 export GPUBENCH_MOCK_INSTANCE={shlex.quote(tag)}
-export GPUBENCH_MOCK_GPU_COUNT={inst.gpu_count}
+{machine_env}export GPUBENCH_MOCK_GPU_COUNT={inst.gpu_count}
 export GPUBENCH_MOCK_GPU_NAME={shlex.quote(inst.gpu_name)}
 cd "$HOME" || exit 1
 if [ -n "$SSH_ORIGINAL_COMMAND" ]; then
@@ -147,6 +151,29 @@ MaxStartups 64:30:128
 LogLevel ERROR
 """)
         return config
+
+    def halted_flag(self, inst: MockInstance) -> Path:
+        return self.instance_dir(inst) / "halted"
+
+    def halted(self, inst: MockInstance) -> bool:
+        """Whether the instance ran `shutdown` (or `sudo shutdown`) since it booted."""
+        return self.halted_flag(inst).exists()
+
+    def _halt_shims(self, inst: MockInstance) -> Path:
+        """`shutdown` and `sudo` first on the instance's PATH: a mock machine that halts
+        itself must never halt the machine the mock runs on. `shutdown` leaves a flag
+        that the engine's ticker turns into a stopped instance; `sudo` runs its command
+        as the mock's user (the only user a mock instance has)."""
+        bin_dir = self.instance_dir(inst) / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        flag = shlex.quote(str(self.halted_flag(inst)))
+        shims = {"shutdown": f"#!/bin/sh\n# a mock machine halts by telling the mock\ntouch {flag}\n",
+                 "sudo": "#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n"}
+        for name, text in shims.items():
+            path = bin_dir / name
+            path.write_text(text)
+            path.chmod(0o755)
+        return bin_dir
 
     def start(self, inst: MockInstance) -> bool:
         """Start the instance's sshd and wait until it accepts connections.
@@ -197,6 +224,7 @@ LogLevel ERROR
             self._kill(proc)
         self.store.set_pid(inst.provider, inst.id, None)
         self._kill_tagged({self.process_tag(inst.provider, inst.id)})
+        self.halted_flag(inst).unlink(missing_ok=True)   # it boots afresh, if ever
 
     def stop_all(self) -> None:
         tags = {self.process_tag(p, i) for (p, i) in self._procs}

@@ -5,7 +5,8 @@ Every path is accepted with and without its trailing slash. Errors are
 `{"success": false, "error": CODE, "msg": TEXT}`; success bodies are sent with a Content-Type of
 exactly `application/json` (the CLI checks it). Auth: `Authorization: Bearer KEY` or `?api_key=`.
 actual_status goes null -> loading -> running; an interruptible instance hit by a `dies` fault
-is outbid (intended/cur/next state "stopped"), an on-demand one goes offline.
+is outbid (intended/cur/next state "stopped"), an on-demand one goes offline. An instance
+carries CONTAINER_ID and its own CONTAINER_API_KEY, which may destroy that instance only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import secrets
 import time
 
 from gpubench.mock.faults import listed
@@ -34,8 +36,25 @@ FIRST_INSTANCE_ID = 24_100_000
 INSTANCE_ID_SPREAD = 800_000
 
 
+# Vast.ai puts each instance's own id and an API key scoped to it in the instance's
+# environment, so that a machine can destroy itself.
+ID_VAR, KEY_VAR = "CONTAINER_ID", "CONTAINER_API_KEY"
+
+
 def first_instance_id(mock_id: str) -> int:
     return FIRST_INSTANCE_ID + int(mock_id, 16) % INSTANCE_ID_SPREAD
+
+
+def self_removal(req: Request, engine) -> bool:
+    """Whether `req` is an instance destroying itself: DELETE of one instance with that
+    instance's own key (the only call that key may make)."""
+    mt = _INSTANCE.match(req.path.rstrip("/"))
+    key = api_key_of(req)
+    if req.method != "DELETE" or mt is None or not key:
+        return False
+    inst = engine.store.get(PROVIDER, mt.group(1))
+    own = (inst.extra.get("machine_env") or {}).get(KEY_VAR) if inst is not None else None
+    return bool(own) and secrets.compare_digest(key, own)
 
 
 _SPECIAL = {"order", "type", "limit", "allocated_storage", "disable_bundling"}
@@ -237,6 +256,7 @@ def _create(ask_id: int, req: Request, engine) -> Response:
         if engine.available(PROVIDER, str(offer.id), offer.capacity) < 1:
             return gone
         iid = engine.store.next_counter("vast_instance_id", first_instance_id(engine.store.mock_id))
+        machine_env = {ID_VAR: str(iid), KEY_VAR: secrets.token_hex(32)}
         dph = price if price is not None else offer.dph
         inst = engine.launch(
             PROVIDER, iid=str(iid), name=body.get("label") or "", offer_key=str(offer.id), units=1,
@@ -247,7 +267,7 @@ def _create(ask_id: int, req: Request, engine) -> Response:
                    "onstart": body.get("onstart"), "runtype": body.get("runtype") or "ssh",
                    "machine_id": offer.machine_id, "host_id": offer.host_id, "ask_id": offer.id,
                    "gpu_ram": offer.gpu.memory_gb * 1024, "min_bid": offer.min_bid,
-                   "cuda_max_good": float(offer.gpu.cuda)})
+                   "cuda_max_good": float(offer.gpu.cuda), "machine_env": machine_env})
     return Response(200, {"success": True, "new_contract": int(inst.id)})
 
 

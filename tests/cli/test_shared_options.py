@@ -47,6 +47,8 @@ USES = {
     "AttemptsOpt": {"provision", "bench"},
     "BootTimeoutOpt": {"provision", "bench"},
     "SshTimeoutOpt": {"provision", "bench"},
+    "MaxHoursOpt": {"provision", "bench"},
+    "BudgetOpt": {"bench"},
     "GpuCountsOpt": {"run"},
     "WorkloadArgsArg": {"run", "bench"},
     "ForceOpt": {"run", "bench"},
