@@ -8,6 +8,7 @@ hold capacity through their `offer_key` (see state.Store.used).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 
@@ -116,10 +117,17 @@ class VastOffer:
     reliability: float
     capacity: int
 
-    def row(self, rented: int, bid: bool) -> dict:
+    def row(self, rented: int, bid: bool, storage_gb: float = 5.0, now: float | None = None) -> dict:
+        """One offer as POST /api/v0/bundles/ lists it, priced for `storage_gb` of disk
+        (the search's allocated_storage): the fields and JSON types of the live answers."""
         g = self.gpu
         price = self.min_bid if bid else self.dph
-        storage_cost = 0.15
+        storage_cost = 0.15                                # $ per GB-month
+        disk_hour = storage_gb * storage_cost / 720
+        total = round(price + disk_hour, 4)
+        now = time.time() if now is None else now
+        costs = {"gpuCostPerHour": round(price, 6), "diskHour": round(disk_hour, 6), "totalHour": total,
+                 "discountTotalHour": 0, "discountedTotalPerHour": total}
         return {
             "id": self.id, "ask_contract_id": self.id, "bundle_id": self.id + 700000000,
             "machine_id": self.machine_id, "host_id": self.host_id,
@@ -131,9 +139,19 @@ class VastOffer:
             "cpu_cores_effective": 16.0 * self.count, "cpu_ghz": 3.0, "cpu_ram": 64000 * self.count,
             "disk_space": 500.0, "disk_bw": 2000.0, "disk_name": "nvme",
             "cuda_max_good": float(g.cuda), "driver_version": "570.86.15", "driver_vers": 570086015,
-            "dph_base": round(price, 4), "dph_total": round(price + 5.0 * storage_cost / 720, 4),
+            "dph_base": round(price, 4), "dph_total": total, "dph_total_adj": total,
+            "discounted_dph_total": total, "discount_rate": 0.0, "discounted_hourly": 0.0,
+            "credit_discount_max": 0.4, "search": costs, "instance": dict(costs),
+            "storage_total_cost": round(disk_hour, 6),
+            "vram_costperhour": round(price / max(g.memory_gb * self.count, 1), 6),
             "min_bid": round(self.min_bid, 4), "storage_cost": storage_cost,
             "inet_up": 800.0, "inet_down": 1500.0, "inet_up_cost": 0.0, "inet_down_cost": 0.0,
+            "internet_up_cost_per_tb": 0.0, "internet_down_cost_per_tb": 0.0,
+            "inet_up_billed": None, "inet_down_billed": None,
+            "gpu_ids": [self.machine_id * 10 + n for n in range(self.count)],
+            "reliability_mult": round(self.reliability ** 4, 6), "rn": 1, "vericode": 1,
+            "geolocode": 100_000 + self.host_id % 1000, "hostname": None, "bundled_results": 1,
+            "pending_count": 0, "time_remaining": "", "time_remaining_isbid": "",
             "reliability": self.reliability, "reliability2": self.reliability,
             "geolocation": self.geolocation, "public_ipaddr": "127.0.0.1",
             "direct_port_count": 64, "pci_gen": 4.0, "pcie_bw": 25.0, "has_avx": 1,
@@ -141,7 +159,9 @@ class VastOffer:
             "dlperf": 30.0 * self.count, "dlperf_per_dphtotal": round(30.0 * self.count / price, 2),
             "flops_per_dphtotal": round(80.0 * self.count / price, 2), "total_flops": 80.0 * self.count,
             "score": round(100.0 * self.reliability * self.count / price, 2),
-            "duration": 30 * 86400.0, "start_date": None, "end_date": None,
+            # the host listed this machine a week ago until 30 days from now
+            "duration": 30 * 86400.0, "start_date": round(now - 7 * 86400.0, 3),
+            "end_date": round(now + 30 * 86400.0, 3),
             "rentable": rented < self.capacity, "rented": rented >= self.capacity,
             "verified": True, "verification": "verified", "external": False, "hosting_type": 0,
             "vms_enabled": False, "static_ip": False, "is_bid": bid, "resource_type": "gpu",

@@ -2,7 +2,9 @@
 
 Envelopes: `{"data": ...}` on success, `{"error": {code, message, suggestion?}}` on failure.
 Auth: `Authorization: Bearer KEY`, or Basic with `KEY:` (or the bare key) as credentials.
-Status words: booting -> active; preempted when a `dies` fault kills it.
+Status words: booting -> active; preempted when a `dies` fault kills it; terminating for a
+moment after terminate (as long as the boot delay, at most TERMINATING_S), then gone (404).
+Launch takes `tags` ([{key, value}], the spec's RequestedTagEntry) and instances show them.
 
 Mock extension: an active instance carries `ssh_port` and `ssh_user` beside `ip`, because
 every mock instance's sshd listens on 127.0.0.1 on its own port (where a real one listens on
@@ -15,11 +17,12 @@ import getpass
 import re
 import subprocess
 import tempfile
+import time
 import uuid
+import weakref
 from pathlib import Path
 
-from gpubench.mock import catalog
-from gpubench.mock.faults import listed
+from gpubench.mock import billing, catalog
 from gpubench.mock.state import DEAD, PENDING, RUNNING, MockInstance
 from gpubench.mock.web import Request, Response
 
@@ -27,6 +30,14 @@ PROVIDER = "lambda"
 API_KEY = "secret_gpubench-mock_6c0a3f5e9d2b4e81a7c3d5f1b2e4a6c8"
 _INSTANCE = re.compile(r"^/api/v1/instances/([^/]+)/?$")
 _SSH_KEY = re.compile(r"^/api/v1/ssh-keys/([^/]+)/?$")
+_TAG_KEY = re.compile(r"^[a-z][a-z0-9-:]+$")
+TERMINATING_S = 2.0
+# Machine images (GET /images), as spec 1.10.0 describes them; one per region.
+IMAGES = (("ubuntu-22.04", "ubuntu-lts", "22.04", "Ubuntu 22.04 LTS"),
+          ("ubuntu-24.04", "ubuntu-lts", "24.04", "Ubuntu 24.04 LTS"),
+          ("lambda-stack-24.04", "lambda-stack", "24.04", "Lambda Stack 24.04"))
+# Instances terminated a moment ago, per engine: id -> (gone at, body as last shown).
+_terminating: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def error(status: int, code: str, message: str, suggestion: str | None = None) -> Response:
@@ -91,7 +102,8 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
         out.update({"ip": "127.0.0.1", "private_ip": "127.0.0.1", "ssh_port": inst.ssh_port,
                     "ssh_user": getpass.getuser(),
                     "hostname": inst.extra.get("hostname") or f"mock-{inst.id[:8]}",
-                    "jupyter_token": inst.id[::-1], "jupyter_url": None})
+                    "jupyter_token": inst.id[::-1],
+                    "jupyter_url": f"https://jupyter-{inst.id}.lambdaspaces.invalid/?token={inst.id[::-1]}"})
     return out
 
 
@@ -102,8 +114,13 @@ def handle(req: Request, engine) -> Response:
     if p == "/api/v1/regions" and m == "GET":
         regions = [{"name": k, "description": v} for k, v in catalog.LAMBDA_REGIONS.items()]
         return Response(200, {"data": regions})
+    if p == "/api/v1/images" and m == "GET":
+        return Response(200, {"data": _images()})
     if p == "/api/v1/instances" and m == "GET":
-        return Response(200, {"data": [render(engine, i) for i in listed(engine, PROVIDER)]})
+        if engine.faults.hides_list(PROVIDER):     # what faults.listed does, asked once
+            return Response(200, {"data": []})
+        shown = [render(engine, i) for i in engine.store.instances(PROVIDER)]
+        return Response(200, {"data": shown + list(_still_terminating(engine).values())})
     if p == "/api/v1/instance-operations/launch" and m == "POST":
         return _launch(req, engine)
     if p == "/api/v1/instance-operations/terminate" and m == "POST":
@@ -121,6 +138,8 @@ def handle(req: Request, engine) -> Response:
         return Response(200, {"data": {}})
     if mt := _INSTANCE.match(req.path):
         inst = engine.store.get(PROVIDER, mt.group(1))
+        if inst is None and m == "GET" and mt.group(1) in _still_terminating(engine):
+            return Response(200, {"data": _still_terminating(engine)[mt.group(1)]})
         if inst is None:
             return _not_found()
         if m == "GET":
@@ -170,6 +189,12 @@ def _launch(req: Request, engine) -> Response:
     name = body.get("name") or ""
     if not isinstance(name, str) or len(name) > 64:
         return _invalid("Invalid request data: name must be at most 64 characters.")
+    tags = body.get("tags") or []
+    if not isinstance(tags, list) or not all(
+            isinstance(t, dict) and set(t) == {"key", "value"} and isinstance(t["key"], str)
+            and _TAG_KEY.match(t["key"]) and len(t["key"]) <= 55 and isinstance(t["value"], str)
+            and len(t["value"]) <= 128 for t in tags):
+        return _invalid("Invalid request data: tags must be [{key, value}] with keys like 'my-key'.")
     hostname = body.get("hostname")
     if hostname is not None and not re.fullmatch(r"[a-z0-9][0-9a-z-]{0,62}", str(hostname)):
         return _invalid("Invalid request data: hostname is not valid.")
@@ -200,7 +225,7 @@ def _launch(req: Request, engine) -> Response:
                 region=region, authorized_keys=[keys[names[0]].public_key],
                 extra={"instance_type_name": t.name, "ssh_key_names": names, "hostname": hostname,
                        "file_system_names": body.get("file_system_names") or [],
-                       "tags": body.get("tags") or [], "image": body.get("image")})
+                       "tags": tags, "image": body.get("image")})
             ids.append(inst.id)
     return Response(200, {"data": {"instance_ids": ids}})
 
@@ -230,9 +255,32 @@ def _terminate(req: Request, engine) -> Response:
         return insts
     out = []
     for inst in insts:
-        engine.terminate(inst)
-        out.append(render(engine, inst, status="terminating"))
+        body = render(engine, inst, status="terminating")
+        if billing.terminate(engine, inst) and min(engine.boot_delay, TERMINATING_S) > 0:
+            _terminating.setdefault(engine, {})[inst.id] = (time.time() + min(engine.boot_delay,
+                                                                              TERMINATING_S), body)
+        out.append(body)
     return Response(200, {"data": {"terminated_instances": out}})
+
+
+def _still_terminating(engine) -> dict[str, dict]:
+    """The bodies of instances terminated less than a moment ago (status terminating)."""
+    now = time.time()
+    held = _terminating.get(engine, {})
+    for iid in [i for i, (until, _) in held.items() if until <= now]:
+        held.pop(iid, None)
+    return {iid: body for iid, (_, body) in held.items()}
+
+
+def _images() -> list[dict]:
+    out = []
+    for region, description in catalog.LAMBDA_REGIONS.items():
+        for name, family, version, text in IMAGES:
+            out.append({"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{region}/{name}")),
+                        "created_time": "2026-01-15T00:00:00+00:00", "updated_time": "2026-06-01T00:00:00+00:00",
+                        "name": name, "description": text, "family": family, "version": version,
+                        "architecture": "x86_64", "region": {"name": region, "description": description}})
+    return out
 
 
 def _restart(req: Request, engine) -> Response:

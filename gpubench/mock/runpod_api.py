@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from urllib.parse import unquote
 
 from gpubench.mock import catalog
+from gpubench.mock import billing
 from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.web import Request, Response
@@ -42,6 +43,11 @@ _ACTIONS = {"PROVISIONING": ["stop", "terminate"], "STARTING": ["stop", "termina
             "ERROR": ["start", "terminate"]}
 RATE_LIMIT = {"RateLimit": '"minute";r=59;t=60, "hour";r=2999;t=3600, "day";r=49999;t=86400',
               "RateLimit-Policy": '"minute";q=60;w=60, "hour";q=3000;w=3600, "day";q=50000;w=86400'}
+
+
+# Serverless GPU pools, as the catalog names them (its `pool` field).
+POOLS = {"h100-sxm": "HOPPER_141", "h100-pcie": "ADA_80_PRO", "a100-80": "AMPERE_80",
+         "a100-40": "AMPERE_48", "l40s": "ADA_48_PRO", "rtx4090": "ADA_24", "rtx3090": "AMPERE_24"}
 
 
 # A pod carries its own id and an API key in its environment (the variables runpodctl
@@ -124,9 +130,11 @@ def _route(req: Request, engine) -> Response:
         if m == "GET":
             return _ok(render(engine, inst))
         if m == "DELETE":
-            engine.terminate(inst)      # a terminate-lies fault answers the same and keeps it
+            billing.terminate(engine, inst)      # a terminate-lies fault answers the same and keeps it
             return _ok(None, 204)
         return _patch(inst.id, req, engine)
+    if p == "/v2/billing/pods" and m == "GET":
+        return _pod_billing(req, engine)
     if p == "/v2/account/ssh-keys":
         if m == "GET":
             return _ok({"keys": [k.public_key for k in engine.store.keys(PROVIDER)]})
@@ -186,9 +194,10 @@ def _gpus(req: Request, engine, gpu_id: str | None) -> Response:
     for gid, g in engine.runpod_gpus.items():
         if gpu_id is not None and gid != gpu_id:
             continue
-        item = {"id": gid, "name": g.runpod_name, "pool": None, "manufacturer": "NVIDIA",
+        item = {"id": gid, "name": g.runpod_name, "pool": POOLS.get(g.key, "MOCK"), "manufacturer": "NVIDIA",
                 "memory": g.memory_gb, "secure": True, "community": True,
-                "price": {"secure": g.runpod_secure, "community": g.runpod_community},
+                "price": {"secure": g.runpod_secure, "community": g.runpod_community,
+                          "serverless": round(g.runpod_secure * 2.5, 2)},
                 "maxCount": {"secure": 8, "community": 8}}
         if include:
             free = free_gpus(engine, g, cloud)
@@ -230,7 +239,6 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
     x = inst.extra
     ports = x.get("ports", [])
     running = status == "RUNNING"
-    assigned = status not in ("PROVISIONING",)
     user = engine.host.user
     direct = None
     if running and "22/tcp" in ports:
@@ -238,7 +246,7 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
                   "command": f"ssh {user}@127.0.0.1 -p {inst.ssh_port}"}
     proxy_user = f"{inst.id}-{inst.id.encode().hex()[:8]}"
     proxy = {"host": "127.0.0.1", "port": inst.ssh_port, "username": proxy_user,
-             "command": f"ssh {proxy_user}@127.0.0.1 -p {inst.ssh_port}"} if assigned else None
+             "command": f"ssh {proxy_user}@127.0.0.1 -p {inst.ssh_port}"}   # known from the create on
     runtime: dict = {}
     if running:
         runtime = {"uptime": int(now - (inst.running_since or now)),
@@ -252,7 +260,7 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
         "mounts": x.get("mounts", {}), "ports": ports, "env": x.get("env", {}),
         "registry": x.get("registry"), "gpu": {"id": inst.gpu_name, "count": inst.gpu_count},
         "cloud": x.get("cloud", "SECURE"), "dataCenterId": inst.region, "cudaVersion": x.get("cuda", "12.8"),
-        "ssh": {"proxy": proxy, "direct": direct}, "template": None,
+        "ssh": {"proxy": proxy, "direct": direct}, "template": x.get("template"),
         "cost": 0.0 if status in ("EXITED", "ERROR", "TERMINATED") else inst.price_per_hour,
         "locked": bool(x.get("locked", False)), "runtime": runtime,
         "createdAt": _iso(inst.created_at), "startedAt": _iso(inst.running_since) if running else None,
@@ -347,6 +355,7 @@ def _create(req: Request, engine) -> Response:
                            ports=body.get("ports", []), env=body.get("env", {}),
                            start_ssh=bool(body.get("startSsh", False)),
                            extra={"args": body.get("args", ""), "mounts": body.get("mounts", {}),
+                                  "template": body.get("templateId"),
                                   "registry": body.get("registry")})
     if err:
         return err
@@ -367,7 +376,7 @@ def _action(iid: str, req: Request, engine) -> Response:
     if inst is None:
         return problem(404, "pod not found")
     if action == "terminate":      # allowed in every status
-        engine.terminate(inst)
+        billing.terminate(engine, inst)
         return _ok(None, 204)
     refused: list[Response] = []
 
@@ -425,3 +434,53 @@ def _put_keys(req: Request, engine) -> Response:
         return problem(422, "Request validation failed.", errs)
     engine.store.replace_keys(PROVIDER, [k.strip() for k in keys])
     return _ok({"keys": [k.public_key for k in engine.store.keys(PROVIDER)]})
+
+
+# ------------------------------------------------------------------ billing
+
+_BUCKETS = {"hour": 3600, "day": 86400, "week": 7 * 86400}
+_AMOUNTS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount")
+
+
+def _parse_time(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def _pod_billing(req: Request, engine) -> Response:
+    """GET /v2/billing/pods: per pod per bucket, the window snapped to bucket bounds
+    (startTime defaults to 30 days ago, endTime to now)."""
+    q = req.query
+    size = q.get("bucketSize", "day")
+    if size not in _BUCKETS:
+        return problem(422, "Request validation failed.", ["bucketSize: must be one of hour, day, week"])
+    step = _BUCKETS[size]
+    now = time.time()
+    try:
+        end = _parse_time(q["endTime"]) if q.get("endTime") else now
+        if q.get("lastN"):
+            start = (end // step - int(q["lastN"]) + 1) * step
+        else:
+            start = _parse_time(q["startTime"]) if q.get("startTime") else now - 30 * 86400
+    except (ValueError, KeyError):
+        return problem(422, "Request validation failed.", ["startTime/endTime: must be RFC 3339 (Z)"])
+    start, end = start // step * step, -(-end // step) * step
+    records = []
+    for charge in billing.charges(engine, PROVIDER):
+        if q.get("podId") and charge.instance_id != q["podId"]:
+            continue
+        bucket = start
+        while bucket < end:
+            part = charge.within(bucket, bucket + step)
+            if part is not None:
+                amount = round(part.amount, 4)
+                records.append({"startTime": _iso(bucket), "endTime": _iso(bucket + step),
+                                "podId": charge.instance_id, "totalAmount": amount, "gpuAmount": amount,
+                                "cpuAmount": 0, "diskAmount": 0})
+            bucket += step
+    query = {"startTime": _iso(start), "endTime": _iso(end), "bucketSize": size}
+    if q.get("podId"):
+        query["podId"] = q["podId"]
+    totals = {k: round(sum(r[k] for r in records), 4) for k in _AMOUNTS}
+    return _ok({"records": records, "metadata": {
+        "query": query, "recordCount": len(records), "totals": totals,
+        "uniquePodCount": len({r["podId"] for r in records})}})

@@ -16,8 +16,11 @@ import json
 import re
 import secrets
 import time
+from datetime import datetime, timezone
 
+from gpubench.mock import billing
 from gpubench.mock.faults import listed
+from gpubench.mock.sshhost import free_port
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.web import Request, Response
 
@@ -103,6 +106,8 @@ def handle(req: Request, engine) -> Response:
         if body is None:
             return error(400, "invalid_request", "Invalid json body")
         return _search(body.get("q", {}), engine)
+    if p == "/api/v0/charges" and m == "GET":
+        return _charges(req, engine)
     if (mt := _ASK.match(p)) and m == "PUT":
         return _create(int(mt.group(1)), req, engine)
     if p == "/api/v1/instances" and m == "GET":
@@ -115,7 +120,7 @@ def handle(req: Request, engine) -> Response:
     if p == "/api/v0/ssh":
         if m == "GET":
             return Response(200, [{"id": int(k.id), "user_id": USER_ID, "key": k.public_key,
-                                   "created_at": k.created_at, "deleted_at": None}
+                                   "created_at": _iso(k.created_at), "deleted_at": None}
                                   for k in engine.store.keys(PROVIDER)])
         if m == "POST":
             return _add_key(req, engine)
@@ -138,6 +143,11 @@ def _body(req: Request) -> dict | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else ({} if body is None else None)
+
+
+def _iso(ts: float) -> str:
+    """A time as the API document writes it: "2023-01-01T12:00:00Z"."""
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _user(engine) -> dict:
@@ -251,7 +261,11 @@ def _create(ask_id: int, req: Request, engine) -> Response:
     env = body.get("env") or {}
     if isinstance(env, str):      # the spec's docker-flag string: "-e K=V -p 80:80"
         pairs = re.findall(r"-e\s+(\S+?)=(\S*)", env)
+        ports = re.findall(r"-p\s+(\S+)", env)
         env = {k: v for k, v in pairs}
+        env.update({f"-p {p}": "1" for p in ports})
+    if not isinstance(env, dict):
+        return error(400, "invalid_args", "error 400/3467: Invalid args: env must be a dict", ask_id=ask_id)
     with engine.lock:
         if engine.available(PROVIDER, str(offer.id), offer.capacity) < 1:
             return gone
@@ -267,8 +281,26 @@ def _create(ask_id: int, req: Request, engine) -> Response:
                    "onstart": body.get("onstart"), "runtype": body.get("runtype") or "ssh",
                    "machine_id": offer.machine_id, "host_id": offer.host_id, "ask_id": offer.id,
                    "gpu_ram": offer.gpu.memory_gb * 1024, "min_bid": offer.min_bid,
-                   "cuda_max_good": float(offer.gpu.cuda), "machine_env": machine_env})
-    return Response(200, {"success": True, "new_contract": int(inst.id)})
+                   "cuda_max_good": float(offer.gpu.cuda), "machine_env": machine_env,
+                   "port_map": port_map(env), "offer": offer.row(0, price is not None, disk)})
+    # the key scoped to this instance, as Vast.ai returns it (see self_removal)
+    return Response(200, {"success": True, "new_contract": int(inst.id),
+                          "instance_api_key": machine_env[KEY_VAR]})
+
+
+_PORT_FLAG = re.compile(r"^-p\s+(?:[\d.]+:)?(\d+):(\d+)(?:/(tcp|udp))?$")
+
+
+def port_map(env: dict) -> dict[str, int]:
+    """The container ports a create's `env` asks to expose, as the official CLI and other
+    clients send them ({"-p 10022:10022": "1"}), each given a host port of its own:
+    {"10022/tcp": 41234}. 22/tcp is always mapped (to the instance's sshd) besides."""
+    out = {}
+    for key in env:
+        m = _PORT_FLAG.match(str(key).strip())
+        if m and m.group(2) != "22":
+            out[f"{m.group(2)}/{m.group(3) or 'tcp'}"] = free_port()
+    return out
 
 
 # ------------------------------------------------------------------ instances
@@ -292,17 +324,36 @@ def _states(inst: MockInstance, now: float) -> tuple[str | None, str, str, str, 
     return "unknown", "running", "running", "running", ""
 
 
+def _ports(inst: MockInstance) -> dict:
+    """Docker-style port map: 22/tcp to the instance's sshd, then the ports its create
+    asked for in `env`."""
+    ports = {"22/tcp": inst.ssh_port, **(inst.extra.get("port_map") or {})}
+    return {name: [{"HostIp": "0.0.0.0", "HostPort": str(port)}] for name, port in ports.items()}
+
+
 def _row(inst: MockInstance) -> dict:
     now = time.time()
     actual, intended, cur, nxt, msg = _states(inst, now)
     x = inst.extra
     running = inst.phase == RUNNING
-    return {
+    offer = x.get("offer") or {}
+    host_ports = [inst.ssh_port, *(x.get("port_map") or {}).values()]
+    disk_hour = (x.get("disk") or 0.0) * offer.get("storage_cost", 0.15) / 720
+    costs = {"gpuCostPerHour": inst.price_per_hour, "diskHour": round(disk_hour, 6),
+             "totalHour": round(inst.price_per_hour + disk_hour, 6), "discountTotalHour": 0,
+             "discountedTotalPerHour": round(inst.price_per_hour + disk_hour, 6)}
+    hardware = {k: offer[k] for k in (
+        "cpu_arch", "cpu_name", "bw_nvlink", "gpu_frac", "gpu_lanes", "gpu_mem_bw", "disk_bw", "disk_name",
+        "dlperf", "dlperf_per_dphtotal", "flops_per_dphtotal", "total_flops", "score", "mobo_name",
+        "os_version", "pci_gen", "pcie_bw", "static_ip", "webpage", "credit_discount_max",
+        "storage_cost", "vram_costperhour", "duration", "hosting_type", "logo") if k in offer}
+    place = inst.region.rsplit(",", 1)[-1].strip()
+    row = {
         "id": int(inst.id), "machine_id": x.get("machine_id"), "host_id": x.get("host_id"),
         "bundle_id": x.get("ask_id"), "actual_status": actual, "intended_status": intended,
         "cur_state": cur, "next_state": nxt, "status_msg": msg, "label": x.get("label"),
         "image_uuid": x.get("image"), "image_runtype": x.get("runtype"), "image_args": [],
-        "onstart": x.get("onstart"), "extra_env": [[k, v] for k, v in (x.get("env") or {}).items()],
+        "onstart": x.get("onstart") or "", "extra_env": [[k, v] for k, v in (x.get("env") or {}).items()],
         "template_id": None, "template_hash_id": None, "template_name": None,
         "gpu_name": inst.gpu_name, "num_gpus": inst.gpu_count, "gpu_ram": x.get("gpu_ram"),
         "gpu_totalram": (x.get("gpu_ram") or 0) * inst.gpu_count, "gpu_util": 0.0 if running else None,
@@ -313,12 +364,23 @@ def _row(inst: MockInstance) -> dict:
         "ssh_host": "127.0.0.1", "ssh_port": inst.ssh_port, "ssh_idx": "0",
         "machine_dir_ssh_port": inst.ssh_port, "public_ipaddr": "127.0.0.1",
         "local_ipaddrs": "127.0.0.1 ", "direct_port_count": 64,
-        "ports": {"22/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(inst.ssh_port)}]} if running else None,
-        "geolocation": inst.region, "reliability2": 0.99, "verification": "verified",
-        "inet_up": 800.0, "inet_down": 1500.0, "start_date": inst.created_at, "end_date": None,
+        "direct_port_start": min(host_ports), "direct_port_end": max(host_ports),
+        "ports": _ports(inst) if running else None,
+        "geolocation": inst.region, "country_code": place if len(place) == 2 else None,
+        "reliability2": 0.99, "verification": "verified",
+        "inet_up": 800.0, "inet_down": 1500.0, "start_date": inst.created_at,
+        "end_date": offer.get("end_date", inst.created_at + 30 * 86400.0),
         "uptime_mins": round((now - inst.running_since) / 60, 2) if running and inst.running_since else None,
-        "jupyter_token": None, "volume_info": [], "rentable": False, "external": False,
+        "jupyter_token": inst.id.encode().hex() * 4, "volume_info": [], "rentable": False, "external": False,
+        "cpu_util": 0.0 if running else None, "gpu_temp": 35.0 if running else None,
+        "mem_limit": 64.0 * inst.gpu_count, "mem_usage": 0.0, "vmem_usage": 0.0,
+        "search": costs, "instance": dict(costs), "storage_total_cost": costs["diskHour"],
+        "credit_balance": 100.0, "credit_discount": 0.0,
+        "client_run_time": round(now - inst.created_at, 3), "host_run_time": round(now - inst.created_at, 3),
+        "time_remaining": "", "time_remaining_isbid": "",
     }
+    row.update(hardware)
+    return row
 
 
 def _list_v1(req: Request, engine) -> Response:
@@ -359,7 +421,7 @@ def _instance(iid: str, req: Request, engine) -> Response:
     if inst is None:
         return error(404, "not_found", "Instance not found")
     if req.method == "DELETE":
-        engine.terminate(inst)      # a terminate-lies fault answers the same and keeps it
+        billing.terminate(engine, inst)      # a terminate-lies fault answers the same and keeps it
         return Response(200, {"success": True, "msg": f"destroying instance {iid}."})
     if req.method == "PUT":
         body = _body(req) or {}
@@ -395,7 +457,7 @@ def _add_key(req: Request, engine) -> Response:
     for inst in engine.store.instances(PROVIDER):
         engine.mutate(PROVIDER, inst.id, lambda i: _attach(engine, i, k.public_key))
     return Response(200, {"success": True, "key": {"id": kid, "user_id": USER_ID, "public_key": k.public_key,
-                                                   "created_at": k.created_at, "deleted_at": None}})
+                                                   "created_at": _iso(k.created_at), "deleted_at": None}})
 
 
 def _update_key(key_id: str, req: Request, engine) -> Response:
@@ -409,7 +471,7 @@ def _update_key(key_id: str, req: Request, engine) -> Response:
     engine.store.delete_key(PROVIDER, key_id)
     k = engine.store.add_key(PROVIDER, "", key, key_id)
     return Response(200, {"success": True, "key": {"id": int(key_id), "user_id": USER_ID,
-                                                   "public_key": k.public_key, "created_at": old.created_at,
+                                                   "public_key": k.public_key, "created_at": _iso(old.created_at),
                                                    "deleted_at": None}})
 
 
@@ -452,3 +514,45 @@ def _detach_key(iid: str, key_id: str, engine) -> Response:
     if engine.mutate(PROVIDER, iid, detach) is None:
         return error(404, "not_found", "Instance or SSH key not found")
     return Response(200, {"success": True, "msg": "SSH key detached successfully"})
+
+
+# ------------------------------------------------------------------ billing
+
+def _charges(req: Request, engine) -> Response:
+    """GET /api/v0/charges/ (`vastai show invoices-v1 --charges`): one entry per instance
+    whose life overlaps select_filters' required `day` range, newest first, in pages."""
+    try:
+        filters = json.loads(req.query.get("select_filters") or "{}")
+        day = filters.get("day") or {}
+        lo, hi = float(day["gte"]), float(day["lte"])
+        limit = min(int(req.query.get("limit") or 100), 500)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return Response(400, {"success": False,
+                              "msg": "Must provide both 'day' gte and lte filters for instance charges"})
+    types = (filters.get("type") or {}).get("in") or ["instance"]
+    results = []
+    for charge in billing.charges(engine, PROVIDER) if "instance" in types else []:
+        part = charge.within(lo, hi + 1)
+        if part is None:
+            continue
+        hours = (part.end - part.start) / 3600
+        amount = round(part.amount, 3)
+        results.append({
+            "start": int(part.start), "end": int(part.end), "type": "instance",
+            "source": f"instance-{charge.instance_id}",
+            "description": f"Instance {charge.instance_id} Charges - {hours:.3f} hours",
+            "amount": amount, "metadata": {"label": charge.label} if charge.label else {},
+            "items": [{"start": int(part.start), "end": int(part.end), "type": "gpu", "source": None,
+                       "description": f"{hours:.3f} hours at ${charge.price_per_hour:.3f}/hour",
+                       "amount": amount, "metadata": {}, "items": []}]})
+    results.sort(key=lambda r: r["start"], reverse=str(req.query.get("latest_first", "true")).lower() != "false")
+    after = req.query.get("after_token")
+    try:
+        offset = int(base64.urlsafe_b64decode(after.encode()).decode()) if after else 0
+    except ValueError:
+        return error(400, "invalid_token", "Invalid pagination token")
+    page = results[offset:offset + limit]
+    more = offset + limit < len(results)
+    token = base64.urlsafe_b64encode(str(offset + limit).encode()).decode() if more else None
+    return Response(200, {"success": True, "count": len(page), "total": len(results),
+                          "next_token": token, "results": page})
