@@ -61,6 +61,7 @@ class LaunchSpec:
     name: str = ""
     interruptible: bool = False
     ssh_key: SshKeyRef | None = None   # from ensure_ssh_key; every launch needs one to log in
+    ports: tuple[int, ...] = ()        # TCP ports to expose besides SSH's (where the provider maps ports)
 
 
 def key_fingerprint(api_key: str) -> str:
@@ -108,7 +109,21 @@ class Instance:
     instance_type: str = ""
     region: str = ""
     raw_status: str = ""       # the provider's own status word
+    tags: dict[str, str] = field(default_factory=dict)   # the provider's tags, where it has them
     extra: dict = field(default_factory=dict)
+
+    @property
+    def launched_by_gpubench(self) -> bool:
+        """Named gpubench-* or tagged as gpubench tags what it launches: how an instance
+        the ledger lacks is known as gpubench's (an orphan), even one renamed since."""
+        return self.name.startswith(NAME_PREFIX) or TAG_KEY in self.tags
+
+    @property
+    def gpubench_name(self) -> str:
+        """The name gpubench gave it: from its gpubench-* name, else from its tag."""
+        if self.name.startswith(NAME_PREFIX):
+            return self.name[len(NAME_PREFIX):]
+        return self.tags.get(TAG_KEY) or self.name
 
 
 class ProviderError(GpubenchError):
@@ -212,8 +227,19 @@ class TransportError(ProviderError):
 NAME_PREFIX = "gpubench-"
 
 
+#: Where a provider takes tags (Lambda), every launch carries {TAG_KEY: the user's name},
+#: so that a sweeper finds an account's gpubench machines by tag as well as by name.
+TAG_KEY = "gpubench"
+
+
 def provider_name(name: str) -> str:
     return name if name.startswith(NAME_PREFIX) else NAME_PREFIX + name
+
+
+def launch_tags(spec: "LaunchSpec") -> dict[str, str]:
+    """The tags a launch of `spec` carries."""
+    name = spec.name[len(NAME_PREFIX):] if spec.name.startswith(NAME_PREFIX) else spec.name
+    return {TAG_KEY: name or "unnamed"}
 
 
 @runtime_checkable
@@ -287,6 +313,16 @@ class Provider(Protocol):
     def lookup_account_id(self) -> str | None:
         """The provider's own id of the account the API key belongs to, where its API
         has a documented call for it (one call, remembered); None where it has none.
+        Raises only the common errors above."""
+        ...
+
+    def billed_cost(self, instance_id: str, since: float | None = None) -> float | None:
+        """What the provider says it billed for the instance so far, in USD, where its
+        API reports it per instance (RunPod GET /v2/billing/pods?podId=, Vast.ai GET
+        /api/v0/charges/); None where it does not (Lambda's Cloud API has no billing
+        call) or has no record of the instance yet. `since` (unix seconds) is when the
+        instance was asked for: the search window starts a day before it (the last 30
+        days without it). Bills lag: read after teardown, the amount may still grow.
         Raises only the common errors above."""
         ...
 

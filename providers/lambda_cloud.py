@@ -6,7 +6,12 @@ Facts that shape this adapter:
 - /instance-types is a map keyed by type name; capacity = regions_with_capacity_available;
 - launch takes exactly one SSH key *name*, so the key is registered first;
 - about 1 request/s overall and 1 launch per 12 s (client-side limiter, see http.py);
-- no stop, no interruptible instances; SSH is ubuntu@ip:22 (the API has no port or user field).
+- no stop, no interruptible instances; SSH is ubuntu@ip:22 (the API has no port or user field);
+- launches carry tags ([{key, value}]): gpubench tags what it launches (common.TAG_KEY);
+- older API versions (1.5.3) wrote prices as strings ("80") and had no specs.gpus: the type
+  name's gpu_<N>x_ prefix gives the count; an entry that cannot be read is left out, never
+  the whole catalog;
+- the Cloud API has no billing call: billed_cost is None.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ import requests
 
 from gpubench.providers.common import (Account, CapacityError, Instance, InstanceState, InvalidRequestError,
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       SshKeyRef, TransportError, key_body, provider_name)
+                                       SshKeyRef, TransportError, key_body, launch_tags, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
-from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
+from gpubench.providers.http import ANSWER_ERRORS, HttpClient, HttpSettings, checked_answers, strip_suffix
 
 NAME = "lambda"
 DEFAULT_URL = "https://cloud.lambda.ai"
@@ -84,23 +89,19 @@ class LambdaCloud:
         if interruptible:
             return []  # Lambda has no interruptible instances
         data = self._data("GET", "/instance-types")
-        offers = []
-        for type_name, item in (data or {}).items():
-            itype = item.get("instance_type", {})
-            specs = itype.get("specs", {})
-            count = _gpu_count(itype, type_name)
-            if not count or (gpus and count != gpus):
+        if not isinstance(data, dict):
+            raise ProviderError(NAME, f"GET {API}/instance-types", "'data' is not a map of instance types")
+        offers: list[Offer] = []
+        read, unreadable = 0, None
+        for type_name, item in data.items():
+            try:
+                offers += _type_offers(type_name, item, gpus)
+            except ANSWER_ERRORS as e:
+                unreadable = e   # one entry we cannot read: the others still stand
                 continue
-            gpu = normalize_gpu_name(itype.get("gpu_description") or type_name)
-            price = float(itype.get("price_cents_per_hour") or 0) / 100.0
-            regions = [r.get("name", "") for r in item.get("regions_with_capacity_available") or []]
-            common = dict(provider=NAME, gpu_name=gpu, gpu_count=count, price_per_hour=price,
-                          disk_gb=specs.get("storage_gib"), instance_type=itype.get("name", type_name))
-            if not regions:
-                offers.append(Offer(offer_id=f"{type_name}@", region="", available=0, **common))
-            for region in regions:
-                offers.append(Offer(offer_id=f"{type_name}@{region}", region=region, available=1,
-                                    **common))
+            read += 1
+        if unreadable is not None and not read:
+            raise unreadable    # nothing in it could be read: the answer itself is wrong
         return offers
 
     # -- keys ---------------------------------------------------------------
@@ -127,7 +128,8 @@ class LambdaCloud:
             raise InvalidRequestError(NAME, f"POST {API}/instance-operations/launch",
                                       "needs an SSH key name (call ensure_ssh_key first)")
         body = {"region_name": region, "instance_type_name": type_name,
-                "ssh_key_names": [spec.ssh_key.name], "name": provider_name(spec.name)[:64]}
+                "ssh_key_names": [spec.ssh_key.name], "name": provider_name(spec.name)[:64],
+                "tags": [{"key": k, "value": v[:128]} for k, v in launch_tags(spec).items()]}
         try:
             data = self._data("POST", "/instance-operations/launch", json=body, launch=True)
         except ProviderError as e:
@@ -141,7 +143,7 @@ class LambdaCloud:
                         status=InstanceState.PENDING, ssh_user=self.default_user,
                         gpu_name=offer.gpu_name, gpu_count=offer.gpu_count,
                         price_per_hour=offer.price_per_hour, instance_type=type_name, region=region,
-                        raw_status="booting")
+                        raw_status="booting", tags=launch_tags(spec))
 
     def get(self, instance_id: str) -> Instance:
         return self._instance(self._data("GET", f"/instances/{instance_id}"))
@@ -155,6 +157,9 @@ class LambdaCloud:
     def lookup_account_id(self) -> str | None:
         return None     # Cloud API v1 has no call that names the account
 
+    def billed_cost(self, instance_id: str, since: float | None = None) -> float | None:
+        return None     # Cloud API v1 has no billing or usage call
+
     def _instance(self, raw: dict) -> Instance:
         itype = raw.get("instance_type") or {}
         status = raw.get("status", "")
@@ -167,7 +172,35 @@ class LambdaCloud:
             price_per_hour=(float(itype["price_cents_per_hour"]) / 100.0
                             if itype.get("price_cents_per_hour") is not None else None),
             instance_type=itype.get("name", ""), region=(raw.get("region") or {}).get("name", ""),
+            tags=_tags(raw.get("tags")),
+            extra={"private_ip": raw.get("private_ip"), "hostname": raw.get("hostname")},
         )
+
+
+def _type_offers(type_name: str, item: dict, gpus: int | None) -> list[Offer]:
+    """The offers of one /instance-types entry: one per region with capacity, or one
+    with available=0 where none has."""
+    itype = item.get("instance_type") or {}
+    specs = itype.get("specs") or {}
+    count = _gpu_count(itype, type_name)
+    if not count or (gpus and count != gpus):
+        return []
+    gpu = normalize_gpu_name(itype.get("gpu_description") or type_name)
+    price = float(itype.get("price_cents_per_hour") or 0) / 100.0     # "80" in API 1.5.3
+    regions = [r["name"] for r in item.get("regions_with_capacity_available") or []]
+    common = dict(provider=NAME, gpu_name=gpu, gpu_count=count, price_per_hour=price,
+                  disk_gb=specs.get("storage_gib"), instance_type=itype.get("name", type_name))
+    if not regions:
+        return [Offer(offer_id=f"{type_name}@", region="", available=0, **common)]
+    return [Offer(offer_id=f"{type_name}@{region}", region=region, available=1, **common)
+            for region in regions]
+
+
+def _tags(raw) -> dict[str, str]:
+    """[{key, value}] -> {key: value}; anything else -> {}."""
+    if not isinstance(raw, list):
+        return {}
+    return {t["key"]: str(t.get("value", "")) for t in raw if isinstance(t, dict) and isinstance(t.get("key"), str)}
 
 
 def _gpu_count(itype: dict, type_name: str) -> int:

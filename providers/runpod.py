@@ -10,18 +10,21 @@ Facts that shape this adapter:
 - direct SSH (the proxy cannot rsync) needs "22/tcp" in ports and startSsh, and
   ssh.direct stays null until the pod runs with that port mapped;
 - PUT /account/ssh-keys replaces the whole set: read, add, write;
-- ERROR never becomes RUNNING: a poll must stop there; no spot pods in v2.
+- ERROR never becomes RUNNING: a poll must stop there; no spot pods in v2;
+- billed cost: GET /v2/billing/pods?podId= (metadata.totals.totalAmount, in dollars).
 """
 
 from __future__ import annotations
+
+import time
 
 import requests
 
 from gpubench.providers.common import (Account, CapacityError, Instance, InstanceState,
                                        InvalidRequestError, LaunchSpec, NotFoundError, Offer,
-                                       SshKeyRef, TransportError, key_body, provider_name)
+                                       ProviderError, SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
-from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
+from gpubench.providers.http import ANSWER_ERRORS, HttpClient, HttpSettings, checked_answers, strip_suffix
 
 NAME = "runpod"
 DEFAULT_URL = "https://api.runpod.io"
@@ -74,26 +77,19 @@ class RunPod:
         count = gpus or 1
         body = self.client.json("GET", "/v2/catalog/gpus", params={
             "include": "AVAILABILITY", "product": "POD", "count": count, "cloud": CLOUD}) or {}
-        offers = []
+        offers: list[Offer] = []
+        read, unreadable = 0, None
         for gpu in body.get("gpus") or []:
-            if not gpu.get("secure", True):
+            try:
+                offer = _offer(gpu, count)
+            except ANSWER_ERRORS as e:
+                unreadable = e   # one entry we cannot read: the others still stand
                 continue
-            ceiling = (gpu.get("maxCount") or {}).get("secure")
-            if ceiling is not None and count > ceiling:
-                continue
-            per_gpu = (gpu.get("price") or {}).get("secure")
-            if per_gpu is None:
-                continue
-            availability = gpu.get("availability") or "NONE"
-            centers = [d.get("id") for d in gpu.get("dataCenters") or []
-                       if d.get("availability", "NONE") != "NONE"]
-            offers.append(Offer(
-                provider=NAME, offer_id=gpu["id"], gpu_name=normalize_gpu_name(gpu.get("name") or gpu["id"]),
-                gpu_count=count, price_per_hour=round(per_gpu * count, 4),
-                region=",".join(centers[:3]) + ("..." if len(centers) > 3 else ""),
-                available=AVAILABLE.get(availability, 0), instance_type=gpu["id"],
-                extra={"availability": availability, "data_centers": centers,
-                       "memory_gb": gpu.get("memory")}))
+            read += 1
+            if offer is not None:
+                offers.append(offer)
+        if unreadable is not None and not read:
+            raise unreadable    # nothing in it could be read: the answer itself is wrong
         return offers
 
     # -- keys ---------------------------------------------------------------
@@ -111,7 +107,8 @@ class RunPod:
         body = {
             "name": provider_name(spec.name), "image": spec.image,
             "gpu": {"id": offer.offer_id, "count": spec.gpus},   # count always: see docstring
-            "cloud": CLOUD, "disk": int(spec.disk_gb), "ports": ["22/tcp"], "startSsh": True,
+            "cloud": CLOUD, "disk": int(spec.disk_gb), "startSsh": True,
+            "ports": ["22/tcp", *(f"{p}/tcp" for p in spec.ports if p != 22)],
             # The pod-level key as well: runs even where account keys are not injected.
             "env": {"PUBLIC_KEY": spec.ssh_key.public_key} if spec.ssh_key else {},
         }
@@ -149,6 +146,24 @@ class RunPod:
     def lookup_account_id(self) -> str | None:
         return None     # REST v2 has no call that names the account (only legacy GraphQL's `myself`)
 
+    def billed_cost(self, instance_id: str, since: float | None = None) -> float | None:
+        now = time.time()
+        start = (since - 86400) if since else now - 30 * 86400
+        stamp = lambda t: time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(t))   # noqa: E731
+        body = self.client.json("GET", "/v2/billing/pods", params={
+            "podId": instance_id, "bucketSize": "day", "startTime": stamp(start)}) or {}
+        try:
+            meta = body.get("metadata") or {}
+            records = [r for r in body.get("records") or [] if r.get("podId") in (None, instance_id)]
+            if not records and not meta.get("recordCount"):
+                return None
+            total = (meta.get("totals") or {}).get("totalAmount")
+            if total is None:
+                total = sum(float(r["totalAmount"]) for r in records)
+            return round(float(total), 4)
+        except ANSWER_ERRORS as e:
+            raise ProviderError(NAME, "GET /v2/billing/pods", f"unexpected answer: {e}") from None
+
     def _instance(self, pod: dict) -> Instance:
         status = pod.get("status", "")
         direct = (pod.get("ssh") or {}).get("direct") or {}
@@ -161,7 +176,30 @@ class RunPod:
             gpu_name=normalize_gpu_name(gpu.get("id", "")), gpu_count=int(gpu.get("count") or 0),
             price_per_hour=pod.get("cost") or None, created_at=pod.get("createdAt"),
             instance_type=gpu.get("id", ""), region=pod.get("dataCenterId") or "",
+            extra={"ports": {int(p["private"]): int(p["public"]) for p in (pod.get("runtime") or {}).get("ports") or []
+                             if isinstance(p, dict) and p.get("type", "tcp") == "tcp"
+                             and isinstance(p.get("private"), int) and isinstance(p.get("public"), int)}},
         )
+
+
+def _offer(gpu: dict, count: int) -> Offer | None:
+    if not gpu.get("secure", True):
+        return None
+    ceiling = (gpu.get("maxCount") or {}).get("secure")
+    if ceiling is not None and count > ceiling:
+        return None
+    per_gpu = (gpu.get("price") or {}).get("secure")
+    if per_gpu is None:
+        return None
+    availability = gpu.get("availability") or "NONE"
+    centers = [d.get("id") for d in gpu.get("dataCenters") or []
+               if d.get("availability", "NONE") != "NONE"]
+    return Offer(
+        provider=NAME, offer_id=gpu["id"], gpu_name=normalize_gpu_name(gpu.get("name") or gpu["id"]),
+        gpu_count=count, price_per_hour=round(float(per_gpu) * count, 4),
+        region=",".join(centers[:3]) + ("..." if len(centers) > 3 else ""),
+        available=AVAILABLE.get(availability, 0), instance_type=gpu["id"],
+        extra={"availability": availability, "data_centers": centers, "memory_gb": gpu.get("memory")})
 
 
 __all__ = ["RunPod", "connect", "NotFoundError"]

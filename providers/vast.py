@@ -8,12 +8,17 @@ Facts that shape this adapter:
 - only offers with direct SSH ports are used (rsync through the proxy is unreliable);
   the instance is reached at public_ipaddr + ports["22/tcp"][0].HostPort;
 - an instance that reaches exited / unknown / offline will never run (the docs' poll trap);
-- the create answer calls the new instance id `new_contract`.
+- the create answer calls the new instance id `new_contract`;
+- extra ports are asked for in the create's `env` as docker flags ({"-p 10022:10022": "1"},
+  as the official CLI sends them) and come back in `ports` beside 22/tcp;
+- billed cost: GET /api/v0/charges/ (`vastai show invoices-v1 --charges`), one entry per
+  instance, `source` "instance-<id>", amounts in dollars.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 import requests
 
@@ -21,7 +26,7 @@ from gpubench.providers.common import (Account, AuthError, CapacityError, Instan
                                        LaunchSpec, NotFoundError, Offer, ProviderError,
                                        SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
-from gpubench.providers.http import HttpClient, HttpSettings, checked_answers, strip_suffix
+from gpubench.providers.http import ANSWER_ERRORS, HttpClient, HttpSettings, checked_answers, strip_suffix
 
 NAME = "vast"
 DEFAULT_URL = "https://console.vast.ai"
@@ -95,24 +100,19 @@ class Vast:
             query["num_gpus"] = {"eq": gpus}
         body = self._call("POST", "/api/v0/bundles/", json=query)
         rows = body.get("offers", []) if isinstance(body, dict) else []
-        offers = []
+        offers: list[Offer] = []
+        read, unreadable = 0, None
         for row in rows:
-            # Filter again here: the query is a request, the answer is what counts.
-            if (row.get("direct_port_count") or 0) < 1 or row.get("rented") or row.get("rentable") is False:
+            try:
+                offer = _offer(row, gpus, interruptible)
+            except ANSWER_ERRORS as e:
+                unreadable = e   # one entry we cannot read: the others still stand
                 continue
-            count = int(row.get("num_gpus") or 0)
-            if not count or (gpus and count != gpus):
-                continue
-            price = row.get("min_bid") if interruptible else row.get("dph_total")
-            if price is None:
-                continue
-            offers.append(Offer(
-                provider=NAME, offer_id=str(row["id"]), gpu_name=normalize_gpu_name(row.get("gpu_name", "")),
-                gpu_count=count, price_per_hour=float(price), region=row.get("geolocation") or "",
-                disk_gb=row.get("disk_space"), interruptible=interruptible, available=1,
-                instance_type=f"{count}x {row.get('gpu_name', '')}",
-                extra={"machine_id": row.get("machine_id"), "reliability": row.get("reliability"),
-                       "cuda_max_good": row.get("cuda_max_good")}))
+            read += 1
+            if offer is not None:
+                offers.append(offer)
+        if unreadable is not None and not read:
+            raise unreadable    # nothing in it could be read: the answer itself is wrong
         return offers
 
     # -- keys ---------------------------------------------------------------
@@ -131,7 +131,8 @@ class Vast:
     # -- instances ----------------------------------------------------------
     def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
         body = {
-            "client_id": "me", "image": spec.image, "env": {}, "disk": float(spec.disk_gb),
+            "client_id": "me", "image": spec.image, "disk": float(spec.disk_gb),
+            "env": {f"-p {port}:{port}": "1" for port in spec.ports if port != 22},
             "label": provider_name(spec.name), "onstart": ONSTART,
             "runtype": "ssh_direc ssh_proxy",      # direct SSH (rsync), proxy as a fallback
             "price": offer.price_per_hour if spec.interruptible else None,
@@ -180,6 +181,28 @@ class Vast:
     def terminate(self, instance_id: str) -> None:
         self._call("DELETE", f"/api/v0/instances/{instance_id}/", json={})
 
+    # -- billing ------------------------------------------------------------
+    def billed_cost(self, instance_id: str, since: float | None = None) -> float | None:
+        now = time.time()
+        start = (since - 86400) if since else now - 30 * 86400
+        filters = {"day": {"gte": int(start), "lte": int(now + 86400)}, "type": {"in": ["instance"]}}
+        source, total, seen, token = f"instance-{instance_id}", 0.0, False, None
+        for _ in range(MAX_PAGES):
+            params = {"select_filters": json.dumps(filters), "limit": 500}
+            if token:
+                params["after_token"] = token
+            body = self._call("GET", "/api/v0/charges/", params=params) or {}
+            try:
+                for entry in body.get("results") or []:
+                    if entry.get("source") == source:
+                        total, seen = total + float(entry["amount"]), True
+            except ANSWER_ERRORS as e:
+                raise ProviderError(NAME, "GET /api/v0/charges/", f"unexpected answer: {e}") from None
+            token = body.get("next_token")
+            if not token:
+                break
+        return round(total, 4) if seen else None
+
     # -- account ------------------------------------------------------------
     def lookup_account_id(self) -> str | None:
         """The user id from GET /api/v0/users/current/ (the `vastai show user` call)."""
@@ -205,8 +228,43 @@ class Vast:
             gpu_count=int(raw.get("num_gpus") or 0), price_per_hour=raw.get("dph_total"),
             region=raw.get("geolocation") or "", created_at=_epoch_iso(raw.get("start_date")),
             instance_type=f"{raw.get('num_gpus') or 0}x {raw.get('gpu_name') or ''}",
-            extra={"status_msg": raw.get("status_msg"), "proxy": (raw.get("ssh_host"), raw.get("ssh_port"))},
+            extra={"status_msg": raw.get("status_msg"), "proxy": (raw.get("ssh_host"), raw.get("ssh_port")),
+                   "ports": _mapped_ports(raw)},
         )
+
+
+def _offer(row: dict, gpus: int | None, interruptible: bool) -> Offer | None:
+    # Filter again here: the query is a request, the answer is what counts.
+    if (row.get("direct_port_count") or 0) < 1 or row.get("rented") or row.get("rentable") is False:
+        return None
+    count = int(row.get("num_gpus") or 0)
+    if not count or (gpus and count != gpus):
+        return None
+    price = row.get("min_bid") if interruptible else row.get("dph_total")
+    if price is None:
+        return None
+    return Offer(
+        provider=NAME, offer_id=str(row["id"]), gpu_name=normalize_gpu_name(row.get("gpu_name") or ""),
+        gpu_count=count, price_per_hour=float(price), region=row.get("geolocation") or "",
+        disk_gb=row.get("disk_space"), interruptible=interruptible, available=1,
+        instance_type=f"{count}x {row.get('gpu_name', '')}",
+        extra={"machine_id": row.get("machine_id"), "reliability": row.get("reliability"),
+               "cuda_max_good": row.get("cuda_max_good")})
+
+
+def _mapped_ports(raw: dict) -> dict[int, int]:
+    """Container TCP port -> host port, from the docker-style `ports` map."""
+    ports = raw.get("ports")
+    out = {}
+    if isinstance(ports, dict):
+        for name, mapped in ports.items():
+            port, _, proto = str(name).partition("/")
+            try:
+                if proto in ("", "tcp") and mapped:
+                    out[int(port)] = int(mapped[0]["HostPort"])
+            except (KeyError, IndexError, TypeError, ValueError):
+                continue
+    return out
 
 
 def _direct_ssh(raw: dict) -> tuple[str | None, int | None]:

@@ -34,7 +34,8 @@ def test_launch_sends_one_key_name_and_prefixed_name(fake_api, lam):
     inst = lam.launch(offer, LaunchSpec(gpus=1, name="demo", ssh_key=KEY))
     body = fake_api.calls("POST", "/api/v1/instance-operations/launch")[0]["json"]
     assert body == {"region_name": "us-east-1", "instance_type_name": "gpu_1x_h100_pcie",
-                    "ssh_key_names": ["gpubench"], "name": "gpubench-demo"}
+                    "ssh_key_names": ["gpubench"], "name": "gpubench-demo",
+                    "tags": [{"key": "gpubench", "value": "demo"}]}
     assert inst.instance_id == "0920582c7ff041399e34823a0be62549"
     assert inst.status is InstanceState.PENDING
 
