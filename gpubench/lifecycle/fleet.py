@@ -3,8 +3,8 @@
 `reconcile` gives each live ledger row what its own account's provider says of it
 (sightings.py: the list, a lookup by id for a row the list leaves out, a row whose
 launch answer was lost found by its gpubench- name; rows of another account are
-left as they are), and reports instances named gpubench-* that the ledger lacks as
-orphans. `settle_deadlines` terminates the machines past their --max-hours deadline
+left as they are), and reports instances named gpubench-* or tagged gpubench (where the
+provider has tags) that the ledger lacks as orphans. `settle_deadlines` terminates the machines past their --max-hours deadline
 that no gpubench run holds (every command that rents or lists calls it first).
 Taking instances down is in terminate.py (one instance) and down.py (what
 `gpubench down` asks for).
@@ -23,7 +23,7 @@ from gpubench.lifecycle.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.status import BadTransitionError, LedgerStatus
 from gpubench.lifecycle.terminate import DownResult, terminate_and_confirm
 from gpubench.providers import registry
-from gpubench.providers.common import (NAME_PREFIX, Instance, InstanceState, MissingKeyError,
+from gpubench.providers.common import (Instance, InstanceState, MissingKeyError,
                                        NotFoundError, Provider, ProviderError)
 
 Say = Callable[[str], None]
@@ -152,7 +152,7 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
     for provider, instances in listed.items():
         for inst in instances:
             key = (provider, inst.instance_id)
-            if key in matched or not inst.name.startswith(NAME_PREFIX):
+            if key in matched or not inst.launched_by_gpubench:   # by name or by tag
                 continue
             if inst.status is InstanceState.TERMINATED:
                 continue
@@ -162,7 +162,7 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
             else:
                 note = "not in ledger (orphan)"
             rows.append(FleetRow(
-                name=inst.name[len(NAME_PREFIX):], provider=provider, instance_id=inst.instance_id,
+                name=inst.gpubench_name, provider=provider, instance_id=inst.instance_id,
                 status=inst.raw_status or inst.status.value, gpus=_gpus(inst.gpu_count, inst.gpu_name),
                 price_per_hour=inst.price_per_hour, uptime_s=None, cost=None, ssh=None,
                 note=note, instance=inst))
