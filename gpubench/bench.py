@@ -83,6 +83,7 @@ class BenchResult:
     records: list[dict] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     cost: float | None = None         # the whole machine, from launch to terminate (or now)
+    billed: float | None = None       # what the provider billed for it, where it reports that
     terminated: bool = False
     kept: bool = False
     budget_stop: str | None = None    # why runs stopped before the plan's end (the budget)
@@ -254,9 +255,11 @@ def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: Be
         down = take_down_entry(ledger, entry, prov, TERMINATE_DEADLINE_S, echo)
         sync_ssh_config(ledger)
     result.cost = down.cost
+    result.billed = down.billed
     result.terminated = down.gone
     if down.gone:
-        echo(f"{name} terminated; the whole bench cost {_money(down.cost)}")
+        billed = f" ({req.provider} billed {_money(down.billed)})" if down.billed is not None else ""
+        echo(f"{name} terminated; the whole bench cost {_money(down.cost)}{billed}")
     else:
         raise TeardownError(f"{name} is NOT confirmed terminated ({down.message}); "
                             f"run 'gpubench down {name}' and check 'gpubench ls'")

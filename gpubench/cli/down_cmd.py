@@ -36,7 +36,9 @@ def down(
         confirm_or_stop(f"Terminate {names}?", f"would terminate {names}: pass --yes to confirm", yes=yes)
         report = take_down(ledger, plan, say=err, on_result=_say_result)
     if len(report.reached) > 1:
-        out(f"total cost {format_dollars(report.total_cost)}")
+        billed = report.total_billed
+        out(f"total cost {format_dollars(report.total_cost)}"
+            + (f" (billed {format_dollars(billed)})" if billed is not None else ""))
     if not report.all_gone:
         raise GpubenchError("some instances may still be running: see 'gpubench ls'")
 
@@ -46,6 +48,8 @@ def _say_result(result) -> None:
         err(f"error: {result.name}: {result.message}")
         return
     cost = f", cost {format_dollars(result.cost)} in total" if result.cost is not None else ""
+    if result.billed is not None:
+        cost += f" ({result.provider} billed {format_dollars(result.billed)})"
     if result.gone:
         out(f"{result.name}: {result.message} ({result.provider} {result.instance_id or '-'}){cost}")
     else:

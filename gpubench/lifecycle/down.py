@@ -78,6 +78,13 @@ class DownReport:
         return sum(r.cost or 0.0 for r in self.reached)
 
     @property
+    def total_billed(self) -> float | None:
+        """What the providers billed for the instances taken down, where every one of
+        them reported it; None otherwise (the estimate, total_cost, is what is known)."""
+        billed = [r.billed for r in self.reached if r.gone]
+        return sum(billed) if billed and all(b is not None for b in billed) else None
+
+    @property
     def all_gone(self) -> bool:
         return all(r.gone and r.reached for r in self.results)
 

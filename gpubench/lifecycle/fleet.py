@@ -102,7 +102,8 @@ class FleetRow:
         return {"name": self.name, "provider": self.provider, "instance_id": self.instance_id,
                 "status": self.status, "gpus": self.gpus, "price_per_hour": self.price_per_hour,
                 "uptime": _duration(self.uptime_s), "uptime_s": self.uptime_s,
-                "cost": None if self.cost is None else round(self.cost, 4), "ssh": self.ssh,
+                "cost": None if self.cost is None else round(self.cost, 4),
+                "billed_cost": entry.billed_cost if entry else None, "ssh": self.ssh,
                 "stops": self.stops, "deadline_at": entry.deadline_at if entry else None,
                 "watchdog": entry.watchdog if entry else None, "note": self.note}
 

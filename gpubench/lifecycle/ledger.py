@@ -20,6 +20,9 @@ terminating -> terminated, "missing" (left out of its account's list, not confir
 gone), or "unconfirmed" (terminate answered but the instance is still there). `mark`
 and `update` refuse a change of status that the status table does not allow.
 
+After teardown the row keeps the provider's billed amount beside the estimate
+(billed_cost, where the provider reports it: RunPod, Vast.ai; see Provider.billed_cost).
+
 Ledger files written before accounts were recorded gain the new columns when opened;
 their rows have no account ("account unknown").
 """
@@ -77,14 +80,15 @@ CREATE TABLE IF NOT EXISTS instances (
     account_id TEXT,
     launch_ended_at REAL,
     deadline_at REAL,
-    watchdog TEXT
+    watchdog TEXT,
+    billed_cost REAL
 );
 CREATE INDEX IF NOT EXISTS instances_name ON instances(name);
 """
 # Columns added after the first ledger files were written: ALTERed into old files.
 _ADDED_COLUMNS = (("account_endpoint", "TEXT"), ("key_fingerprint", "TEXT"),
                   ("account_id", "TEXT"), ("launch_ended_at", "REAL"),
-                  ("deadline_at", "REAL"), ("watchdog", "TEXT"))
+                  ("deadline_at", "REAL"), ("watchdog", "TEXT"), ("billed_cost", "REAL"))
 
 
 class LedgerError(GpubenchError):
@@ -128,6 +132,7 @@ class LedgerEntry:
     launch_ended_at: float | None = None  # the launch call came back (with an id or not)
     deadline_at: float | None = None      # --max-hours: when the machine must stop (None: never)
     watchdog: str | None = None           # how the machine stops itself, or why it cannot
+    billed_cost: float | None = None      # what the provider billed, read after teardown (None: not reported)
 
     @property
     def active(self) -> bool:
@@ -182,7 +187,8 @@ class LedgerEntry:
         return max(end - start, 0.0)
 
     def cost(self, now: float | None = None) -> float | None:
-        """Dollars so far: the hourly price times the time since the provider created it."""
+        """Dollars so far, estimated: the hourly price times the time since the provider
+        created it (billed_cost holds what the provider billed, where it says)."""
         up = self.uptime_s(now)
         if up is None or self.price_per_hour is None or self.instance_id is None:
             return None

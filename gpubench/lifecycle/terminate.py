@@ -49,6 +49,19 @@ class DownResult:
     cost: float | None         # the whole instance's, from the ledger; None when unknown
     message: str               # "terminated", or why it is not confirmed gone
     reached: bool = True       # False: nothing was tried (no API key, another account's row)
+    billed: float | None = None   # what the provider billed for it, where it reports that
+
+
+def fetch_billed(provider: Provider, instance_id: str | None, since: float | None) -> float | None:
+    """What the provider says it billed for the instance, or None where it does not say
+    (no billing call, no record yet, or the call failed: the estimate still stands)."""
+    lookup = getattr(provider, "billed_cost", None)
+    if lookup is None or not instance_id:
+        return None
+    try:
+        return lookup(instance_id, since=since)
+    except ProviderError:
+        return None
 
 
 # -- the provider side ---------------------------------------------------------
@@ -158,10 +171,12 @@ def terminate_and_confirm(ledger: Ledger, entry: LedgerEntry, provider: Provider
     if not gone:
         entry = ledger.mark(entry.row_id, LedgerStatus.UNCONFIRMED, note=why)
         return DownResult(entry.name, entry.provider, instance_id, False, entry.cost(), why)
+    billed = fetch_billed(provider, instance_id, entry.requested_at)
     entry = ledger.mark(entry.row_id, LedgerStatus.TERMINATED, "terminated_confirmed_at", note=note,
-                        **accounts.adopt(entry, provider))
+                        billed_cost=billed, **accounts.adopt(entry, provider))
     keys.forget_host(entry.ssh_host, entry.ssh_port)
-    return DownResult(entry.name, entry.provider, instance_id, True, entry.cost(), "terminated")
+    return DownResult(entry.name, entry.provider, instance_id, True, entry.cost(), "terminated",
+                      billed=billed)
 
 
 def find_by_name(provider: Provider, entry: LedgerEntry, wait_s: float | None = None,
