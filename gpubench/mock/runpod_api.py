@@ -5,7 +5,8 @@ unknown body fields are 422; create is 201 with status PROVISIONING, delete is 2
 pod is 404 afterwards. Status goes PROVISIONING -> STARTING -> RUNNING; a `dies` fault turns
 it to ERROR. `ssh.direct` and `runtime.ports` appear only while RUNNING with 22/tcp exposed.
 Every authenticated answer carries the RateLimit headers. A pod carries RUNPOD_POD_ID and its
-own RUNPOD_API_KEY, which may delete that pod only.
+own RUNPOD_API_KEY, which may delete that pod only. GET /v2/billing/pods answers per pod per
+bucket from what the mock billed (billing.py).
 """
 
 from __future__ import annotations

@@ -6,7 +6,11 @@ Every path is accepted with and without its trailing slash. Errors are
 exactly `application/json` (the CLI checks it). Auth: `Authorization: Bearer KEY` or `?api_key=`.
 actual_status goes null -> loading -> running; an interruptible instance hit by a `dies` fault
 is outbid (intended/cur/next state "stopped"), an on-demand one goes offline. An instance
-carries CONTAINER_ID and its own CONTAINER_API_KEY, which may destroy that instance only.
+carries CONTAINER_ID and its own CONTAINER_API_KEY, which may destroy that instance only
+(the create answer returns it as `instance_api_key`). Ports asked for in a create's `env`
+({"-p 10022:10022": "1"}) are mapped beside 22/tcp, each to a host port of its own (the
+mapping is reported; only 22/tcp has something listening). GET /api/v0/charges/ answers
+from what the mock billed (billing.py).
 """
 
 from __future__ import annotations
