@@ -8,9 +8,7 @@ import time
 
 import pytest
 
-from gpubench import bench as bench_mod
 from gpubench.lifecycle import terminate
-from gpubench.errors import GpubenchError
 from gpubench.lifecycle.ledger import STALE_REQUEST_S, Ledger
 from gpubench.providers import lambda_cloud, runpod, vast
 from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
@@ -143,28 +141,6 @@ def test_terminate_auth_error_is_raised():
     cloud.add("t")
     with pytest.raises(AuthError):
         terminate.terminate_confirmed(cloud, "i1", deadline_s=1, poll_s=0.01)
-
-
-def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, monkeypatch):
-    import gpubench.lifecycle.provision
-    from gpubench.results import ResultsStore
-
-    cloud = Cloud(terminate_errors=[ProviderError("mem", "DELETE", "oops", status=503)] * 1000)
-
-    def provision_then_fail(provider, req, offers, ledger, progress):
-        inst = cloud.add(req.name)
-        row = ledger.begin(req.name, "lambda", provider_name(req.name))
-        ledger.mark(row.row_id, "launched", "created_at", instance_id=inst.instance_id)
-        raise GpubenchError("the workload exploded")
-
-    monkeypatch.setattr(gpubench.lifecycle.provision, "provision", provision_then_fail)
-    monkeypatch.setattr(bench_mod, "TERMINATE_DEADLINE_S", 0.3)
-    req = bench_mod.BenchRequest("lambda", 1, [], name="both")
-    with Ledger() as ledger, pytest.raises(bench_mod.TeardownError) as e:
-        bench_mod.bench(req, ResultsStore(tmp_path), lambda line: None, ledger=ledger, provider=cloud)
-    lines = str(e.value).splitlines()
-    assert lines[0] == "the workload exploded"
-    assert len(lines) == 2 and lines[1].startswith("error: both is NOT confirmed terminated")
 
 
 def test_down_when_the_list_fails_says_so_and_keeps_the_row():

@@ -7,14 +7,12 @@ import sys
 import time
 from pathlib import Path
 
+import device_ceilings
 import pytest
 import torch
+import workload_suite
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import device_ceilings  # noqa: E402
-import workload_suite  # noqa: E402
 
 
 def test_script_prints_one_json_object_of_positive_rates():
