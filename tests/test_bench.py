@@ -27,6 +27,7 @@ def cloud(tmp_path, monkeypatch):
     c.stop()
 
 
+@pytest.mark.slow
 def test_bench_rents_sweeps_reports_and_terminates(cloud, tmp_path, cli):
     results = tmp_path / "results"
     results.mkdir()
@@ -45,6 +46,7 @@ def test_bench_rents_sweeps_reports_and_terminates(cloud, tmp_path, cli):
     assert "b1 terminated; the whole bench cost $" in out
 
 
+@pytest.mark.slow
 def test_bench_terminates_when_the_sweep_fails(cloud, tmp_path, cli):
     code, out, err = cli("bench", "lambda", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
                          "--name", "b2", "--remote-python", "/no/such/python",
@@ -55,6 +57,7 @@ def test_bench_terminates_when_the_sweep_fails(cloud, tmp_path, cli):
     assert "b2 terminated; the whole bench cost $" in out
 
 
+@pytest.mark.slow
 def test_bench_terminates_on_ctrl_c(cloud, tmp_path, cli, monkeypatch):
     import gpubench.sweep
 
@@ -69,6 +72,7 @@ def test_bench_terminates_on_ctrl_c(cloud, tmp_path, cli, monkeypatch):
     assert "b3 terminated; the whole bench cost $" in out
 
 
+@pytest.mark.slow
 def test_bench_sends_a_project_with_workdir(cloud, tmp_path, cli):
     from tests.remote.test_workdir import project
 

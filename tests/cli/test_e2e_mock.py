@@ -27,6 +27,7 @@ def cloud(tmp_path, monkeypatch):
     c.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_offers_provision_ssh_ls_down(cloud, cli, provider):
     code, out, err = cli("offers", provider, "--gpus", "1", "--format", "json")
@@ -84,6 +85,7 @@ def test_bad_key_is_one_line_in_the_providers_words(cloud, cli, provider, words)
     assert {o["provider"] for o in json.loads(out)} == set(PROVIDERS) - {provider}
 
 
+@pytest.mark.slow
 def test_429s_are_retried_and_succeed(cloud, cli, monkeypatch):
     cloud.set_faults("vast:429=0@2,runpod:429=0@2,lambda:429=0@2")
     code, out, err = cli("offers", "--gpus", "1", "--format", "json")
@@ -95,6 +97,7 @@ def test_429s_are_retried_and_succeed(cloud, cli, monkeypatch):
     assert cli("down", "r", "--yes")[0] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider,ghost", [("vast", "999999"), ("runpod", "NVIDIA B999")])
 def test_no_capacity_on_the_cheapest_falls_through_to_the_next(cloud, cli, provider, ghost):
     """The cheapest offer is gone by launch time (Vast: no_such_ask; RunPod: a 400 on
@@ -141,6 +144,7 @@ def test_launch_refused_leaves_no_ledger_row(cloud, cli):
     assert Ledger().entries(include_done=True) == []
 
 
+@pytest.mark.slow
 def test_never_booting_instance_is_terminated_and_replaced(cloud, cli):
     cloud.set_faults("runpod:never-boots")
     from gpubench.lifecycle.provision import Deadlines, ProvisionRequest, plan, provision
@@ -166,6 +170,7 @@ def test_never_booting_instance_is_terminated_and_replaced(cloud, cli):
     assert cli("down", "nb", "--yes")[0] == 0
 
 
+@pytest.mark.slow
 def test_lying_terminate_is_caught(cloud, cli):
     assert cli("provision", "vast", "--gpus", "1", "--name", "liar", "--yes")[0] == 0
     cloud.set_faults("vast:terminate-lies")
@@ -181,6 +186,7 @@ def test_lying_terminate_is_caught(cloud, cli):
     assert Ledger().find("liar").status == "terminated"
 
 
+@pytest.mark.slow
 def test_process_dying_right_after_launch_leaves_a_findable_instance(cloud, cli):
     """The launch call went through, the answer never reached the ledger."""
     from gpubench.lifecycle.provision import ProvisionRequest, plan, provision
@@ -230,6 +236,7 @@ def test_killed_cli_while_booting_is_listed_and_removable(cloud, cli):
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_orphans_are_listed_and_removed(cloud, cli):
     from gpubench.providers import registry
     from gpubench.providers.common import LaunchSpec

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers import run_gpubench
+
+pytestmark = pytest.mark.slow
 
 
 def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):

@@ -9,8 +9,12 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from gpubench.launch.stop_tagged import TAG_VAR
 from tests.helpers import run_gpubench, start_gpubench
+
+pytestmark = pytest.mark.slow
 
 SLEEPER = """\
 import os, sys, time

@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from tests.helpers import run_gpubench
+
+pytestmark = pytest.mark.slow
 
 # argparse refuses unknown flags, as most training scripts do
 PLAIN = """\

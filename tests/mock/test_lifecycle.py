@@ -31,6 +31,7 @@ def _launch_pod(api: Api, key_pub: str) -> str:
     return r.json()["id"]
 
 
+@pytest.mark.slow
 def test_states_follow_the_boot_delay(tmp_path, keys):
     with MockCloud.start(state_dir=tmp_path / "s", boot_delay=0.8) as cloud:
         rp = _runpod(cloud)
@@ -59,6 +60,7 @@ def test_states_follow_the_boot_delay(tmp_path, keys):
         assert seen == [None, "loading", "running"]
 
 
+@pytest.mark.slow
 def test_restart_keeps_instances_and_no_sshd_survives_stop(tmp_path, keys):
     state = tmp_path / "s"
     with MockCloud.start(state_dir=state) as cloud:
@@ -80,6 +82,7 @@ def test_restart_keeps_instances_and_no_sshd_survives_stop(tmp_path, keys):
     assert sshd_count(state) == 0
 
 
+@pytest.mark.slow
 def test_rsync_and_tools_inside_an_instance(cloud, keys, tmp_path):
     rp = _runpod(cloud)
     pid = _launch_pod(rp, pub(keys["good"]))
@@ -98,6 +101,7 @@ def test_rsync_and_tools_inside_an_instance(cloud, keys, tmp_path):
     assert Path(lines[-2]).parent == Path(sys.executable).parent
 
 
+@pytest.mark.slow
 def test_launch_to_ssh_ready_time(cloud, keys):
     rp = _runpod(cloud)
     rp("PUT", "/account/ssh-keys", json={"keys": [pub(keys["good"])]})
@@ -112,6 +116,7 @@ def test_launch_to_ssh_ready_time(cloud, keys):
     assert elapsed < 5
 
 
+@pytest.mark.slow
 def test_concurrent_launches_respect_capacity(cloud):
     e = cloud.env()
     vast = Api(e["GPUBENCH_VAST_URL"], {"Authorization": f"Bearer {e['VAST_API_KEY']}"})
@@ -148,6 +153,7 @@ def _exports(proc: subprocess.Popen) -> dict[str, str]:
     return got
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_serve_command_prints_exports_and_cleans_up(tmp_path, keys, sig):
     t0 = time.monotonic()
@@ -192,6 +198,7 @@ def test_unwritable_state_dir(tmp_path, cli):
     assert code != 0 and "not writable" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_stale_sshd_from_a_killed_mock_is_reaped(tmp_path):
     from gpubench.mock.sshhost import InstanceHost
     from gpubench.mock.state import MockInstance, Store

@@ -12,6 +12,8 @@ from gpubench.remote.errors import HostKeyChangedError, HostUnreachableError, Sy
 from gpubench.remote.targets import resolve
 from tests.remote.conftest import free_port
 
+pytestmark = pytest.mark.slow
+
 
 def _connect(sshd, known_hosts: Path) -> SshConnection:
     conn = SshConnection(resolve(sshd.spec, sshd.key_file).target, known_hosts,

@@ -17,6 +17,8 @@ from gpubench.remote.session import RemoteLayout, SessionOptions
 from gpubench.remote.targets import resolve
 from tests.remote.helpers import tiny_script
 
+pytestmark = pytest.mark.slow
+
 RUN_TIMEOUT_S = 300
 
 

@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from gpubench import suite
 from gpubench.launch.base import SweepPoint
 from gpubench.launch import leases
@@ -75,6 +77,7 @@ def test_usage(capsys):
     assert "usage:" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_second_sweep_leaves_a_running_one_alone(sshd, tmp_path, remote_python):
     script = tiny_script(tmp_path, name="tiny_shared.py")
     workload = suite.resolve(str(script))
@@ -119,6 +122,7 @@ def _running(name: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_run_of_a_killed_gpubench_is_stopped_by_the_next_sweep(sshd, tmp_path,
                                                                    remote_python):
     from tests.remote.helpers import cli_args

@@ -13,6 +13,8 @@ from gpubench.results import ResultsStore
 from gpubench.sweep import SweepPlan, on_one_node, sweep
 from tests.remote.helpers import cli_args, open_session, tiny_script
 
+pytestmark = pytest.mark.slow
+
 
 def _records(results: Path) -> list[dict]:
     return ResultsStore(results).load().records

@@ -34,6 +34,7 @@ def project(tmp_path: Path) -> Path:
     return proj
 
 
+@pytest.mark.slow
 def test_the_project_goes_along_and_runs_start_in_it(sshd, tmp_path, cli, remote_python):
     proj = project(tmp_path)
     results = tmp_path / "results"
@@ -51,6 +52,7 @@ def test_the_project_goes_along_and_runs_start_in_it(sshd, tmp_path, cli, remote
     assert "synced" in out and str(proj) in out
 
 
+@pytest.mark.slow
 def test_without_workdir_a_missing_module_says_how_to_send_it(sshd, tmp_path, cli, remote_python):
     proj = project(tmp_path)
     results = tmp_path / "results"

@@ -13,6 +13,8 @@ import torch
 
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.slow
+
 
 def write_idx(path, array: torch.Tensor, type_code: int, gz: bool = True) -> str:
     header = struct.pack(">BBBB", 0, 0, type_code, array.dim())
