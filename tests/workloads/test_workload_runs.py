@@ -93,7 +93,7 @@ def test_allreduce_curve(sweep):
 
 
 def test_mnist_profile_writes_a_tensorboard_trace(sweep, tmp_path):
-    # mnist-ddp at 1 and 2 processes is the foundation tests' business; here: --profile
+    # mnist-ddp at 1 and 2 processes is tests/cli/test_local_sweep.py's business; here: --profile
     traces = tmp_path / "traces"
     [record] = sweep("mnist-ddp", ["--steps", "2", "--profile", str(traces)], counts=(2,))
     check_record(record, "mnist-ddp", 2)
