@@ -10,10 +10,9 @@ import pytest
 
 from gpubench.lifecycle import terminate
 from gpubench.lifecycle.ledger import STALE_REQUEST_S, Ledger
-from gpubench.providers import lambda_cloud, runpod, vast
 from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
-from gpubench.providers.common import (AuthError, InvalidRequestError, LaunchSpec, Offer,
-                                       ProviderError, SshKeyRef, TransportError, provider_name)
+from gpubench.providers.common import (AuthError, InvalidRequestError, ProviderError, TransportError,
+                                       provider_name)
 from tests.lifecycle.helpers import Cloud
 
 
@@ -50,21 +49,6 @@ def test_definite_refusal_discards_the_row(error):
         with pytest.raises(ProviderError):
             _provision(Cloud(launch_error=error), ledger)
         assert ledger.entries(include_done=True) == []
-
-
-@pytest.mark.parametrize("module,method,path", [
-    (vast, "PUT", "/api/v0/asks/5/"),
-    (lambda_cloud, "POST", "/api/v1/instance-operations/launch"),
-    (runpod, "POST", "/v2/pods"),
-])
-def test_every_adapter_launch_is_sent_once_on_5xx(fake_api, module, method, path):
-    fake_api.route(method, path, (503, {"msg": "busy"}, {"Retry-After": "0"}), (200, {"ok": 1}))
-    offer_id = "gpu_1x_h100@us-east-1" if module is lambda_cloud else "5"
-    with pytest.raises(TransportError):
-        module.connect("KEY", fake_api.url).launch(Offer("x", offer_id, "H100", 1, 2.0),
-                                                    LaunchSpec(gpus=1, name="x",
-                                                               ssh_key=SshKeyRef("ssh-ed25519 A", name="k")))
-    assert len(fake_api.calls(method, path)) == 1
 
 
 # -- whatever fails after a launch, the machine is terminated ------------------
