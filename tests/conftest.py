@@ -1,37 +1,67 @@
-"""Shared test settings: gpubench never reads or writes the real home directory here."""
+"""Settings every test runs under, and the in-process command line.
+
+`isolated` (autouse): gpubench never reads or writes the real home directory, config
+or state here, no provider key or endpoint from this machine reaches a test, and
+client retries and polls are short. `cli` runs one gpubench command in this process.
+A command that must run as a real process goes through tests.helpers.run_gpubench.
+"""
 
 from __future__ import annotations
 
-import os
-import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from gpubench.providers import registry
+from gpubench.cli import main
+from tests.helpers import QUICK_CLIENT, clear_provider_env
 
-REPO = Path(__file__).resolve().parent.parent
-GPUBENCH = str(Path(sys.executable).parent / "gpubench")
+
+@dataclass(frozen=True)
+class IsolatedDirs:
+    """One test's directories: HOME (created, empty), and gpubench's config and state
+    directories (not created: gpubench makes them when it needs them)."""
+
+    home: Path
+    config: Path
+    state: Path
 
 
 @pytest.fixture(autouse=True)
-def isolated_dirs(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.mktemp("gpubench-home")
-    monkeypatch.setenv("GPUBENCH_CONFIG_DIR", str(home / "config"))
-    monkeypatch.setenv("GPUBENCH_STATE_DIR", str(home / "state"))
+def isolated(tmp_path_factory, monkeypatch) -> IsolatedDirs:
+    # Beside the test's tmp_path, not in it: tests that list or fill tmp_path see only
+    # what they put there.
+    root = tmp_path_factory.mktemp("isolated")
+    dirs = IsolatedDirs(home=root / "home", config=root / "config", state=root / "state")
+    dirs.home.mkdir()
+    monkeypatch.setenv("HOME", str(dirs.home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(dirs.home / ".config"))
+    monkeypatch.setenv("GPUBENCH_CONFIG_DIR", str(dirs.config))
+    monkeypatch.setenv("GPUBENCH_STATE_DIR", str(dirs.state))
     clear_provider_env(monkeypatch)
-    yield home
+    for var, value in QUICK_CLIENT.items():
+        monkeypatch.setenv(var, value)
+    return dirs
 
 
-def clear_provider_env(monkeypatch) -> None:
-    """No provider's key, endpoint override or setting from the machine the tests run on
-    reaches a test: the list is the registry's, so a new provider is covered."""
-    for var in registry.env_vars():
-        monkeypatch.delenv(var, raising=False)
+class CliResult(NamedTuple):
+    code: int
+    out: str
+    err: str
 
 
-def cpu_env(**extra: str) -> dict[str, str]:
-    """The environment for a child gpubench: small thread counts keep tests quick on 2 cores."""
-    env = dict(os.environ)
-    env.update(extra)
-    return env
+@pytest.fixture
+def cli(capsys):
+    """cli('report', '--format', 'json') -> (exit code, stdout, stderr) of that one
+    command, run in-process through gpubench.cli.main."""
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()  # only this command's output
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+    return run

@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+GPUBENCH_DIR = REPO / "gpubench"
 # Source folder -> the package it is installed as (see pyproject.toml's package-dir).
 ROOTS = {"gpubench": "gpubench", "providers": "gpubench.providers", "workloads": "gpubench.workloads"}
 # `python -m gpubench` starts the command line: it is the one module outside it that may import it.
@@ -134,4 +135,20 @@ def test_only_the_command_line_imports_the_command_line():
                        if not module.startswith("gpubench.cli") and module not in ENTRY_POINTS
                        for target in targets
                        if target == "gpubench.cli" or target.startswith("gpubench.cli."))
+    assert offenders == []
+
+
+def test_only_the_cli_names_the_cli_even_under_type_checking():
+    """Read with ast.walk, TYPE_CHECKING blocks included: not even a type-only import of
+    the command line from below it."""
+    offenders = []
+    for path in GPUBENCH_DIR.rglob("*.py"):
+        relative = path.relative_to(GPUBENCH_DIR)
+        if relative.parts[0] == "cli" or relative == Path("__main__.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{relative}: {n}" for n in names
+                          if n == "gpubench.cli" or n.startswith("gpubench.cli.")]
     assert offenders == []

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from gpubench.cli import main
 from gpubench.launch import factory
 from gpubench.launch.base import SweepPoint as P
 from gpubench.launch.factory import LaunchOptions, open_launcher
@@ -86,13 +85,11 @@ def test_the_report_shows_node_scaling_from_the_records(tmp_path):
     assert got == [(1, 1, 1.0), (2, 1, 2.0), (2, 2, 1.8), (4, 2, 3.6)]
 
 
-def test_gpubench_run_on_a_registered_launcher(fake2, tmp_path, capsys):
+def test_gpubench_run_on_a_registered_launcher(fake2, tmp_path, cli):
     results = tmp_path / "results"
     results.mkdir()
-    with pytest.raises(SystemExit) as exit_:
-        main(["run", "mnist-ddp", "--on", "fake2:pair", "--results", str(results)])
-    out = capsys.readouterr().out
-    assert exit_.value.code == 0, out
+    code, out, _ = cli("run", "mnist-ddp", "--on", "fake2:pair", "--results", str(results))
+    assert code == 0, out
     assert "pair: two nodes" in out and "[2 nodes x 2 gpus] world 4" in out
     records = ResultsStore(results).load().records
     assert [(r["nodes"], r["gpu_count"]) for r in records] == [(1, 1), (1, 2), (2, 2), (2, 4)]

@@ -23,7 +23,7 @@ from gpubench.launch.slurm import SlurmOptions, states
 from gpubench.results import ResultsStore
 from gpubench.suite import resolve
 from gpubench.sweep import SweepPlan, sweep
-from tests.conftest import GPUBENCH
+from tests.helpers import GPUBENCH
 
 pytestmark = pytest.mark.slow
 

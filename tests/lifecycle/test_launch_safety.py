@@ -8,14 +8,11 @@ import time
 
 import pytest
 
-from gpubench import bench as bench_mod
 from gpubench.lifecycle import terminate
-from gpubench.errors import GpubenchError
 from gpubench.lifecycle.ledger import LAUNCH_IN_FLIGHT_S, Ledger
-from gpubench.providers import lambda_cloud, runpod, vast
 from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
-from gpubench.providers.common import (AuthError, InvalidRequestError, LaunchSpec, Offer,
-                                       ProviderError, SshKeyRef, TransportError, provider_name)
+from gpubench.providers.common import (AuthError, InvalidRequestError, ProviderError, TransportError,
+                                       provider_name)
 from tests.lifecycle.helpers import Cloud
 
 
@@ -52,21 +49,6 @@ def test_definite_refusal_discards_the_row(error):
         with pytest.raises(ProviderError):
             _provision(Cloud(launch_error=error), ledger)
         assert ledger.entries(include_done=True) == []
-
-
-@pytest.mark.parametrize("module,method,path", [
-    (vast, "PUT", "/api/v0/asks/5/"),
-    (lambda_cloud, "POST", "/api/v1/instance-operations/launch"),
-    (runpod, "POST", "/v2/pods"),
-])
-def test_every_adapter_launch_is_sent_once_on_5xx(fake_api, module, method, path):
-    fake_api.route(method, path, (503, {"msg": "busy"}, {"Retry-After": "0"}), (200, {"ok": 1}))
-    offer_id = "gpu_1x_h100@us-east-1" if module is lambda_cloud else "5"
-    with pytest.raises(TransportError):
-        module.connect("KEY", fake_api.url).launch(Offer("x", offer_id, "H100", 1, 2.0),
-                                                    LaunchSpec(gpus=1, name="x",
-                                                               ssh_key=SshKeyRef("ssh-ed25519 A", name="k")))
-    assert len(fake_api.calls(method, path)) == 1
 
 
 # -- whatever fails after a launch, the machine is terminated ------------------
@@ -143,28 +125,6 @@ def test_terminate_auth_error_is_raised():
     cloud.add("t")
     with pytest.raises(AuthError):
         terminate.terminate_confirmed(cloud, "i1", deadline_s=1, poll_s=0.01)
-
-
-def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, monkeypatch):
-    import gpubench.lifecycle.provision
-    from gpubench.results import ResultsStore
-
-    cloud = Cloud(terminate_errors=[ProviderError("mem", "DELETE", "oops", status=503)] * 1000)
-
-    def provision_then_fail(provider, req, offers, ledger, progress):
-        inst = cloud.add(req.name)
-        row = ledger.begin(req.name, "lambda", provider_name(req.name))
-        ledger.mark(row.row_id, "launched", "created_at", instance_id=inst.instance_id)
-        raise GpubenchError("the workload exploded")
-
-    monkeypatch.setattr(gpubench.lifecycle.provision, "provision", provision_then_fail)
-    monkeypatch.setattr(bench_mod, "TERMINATE_DEADLINE_S", 0.3)
-    req = bench_mod.BenchRequest("lambda", 1, [], name="both")
-    with Ledger() as ledger, pytest.raises(bench_mod.TeardownError) as e:
-        bench_mod.bench(req, ResultsStore(tmp_path), lambda line: None, ledger=ledger, provider=cloud)
-    lines = str(e.value).splitlines()
-    assert lines[0] == "the workload exploded"
-    assert len(lines) == 2 and lines[1].startswith("error: both is NOT confirmed terminated")
 
 
 def test_down_when_the_list_fails_says_so_and_keeps_the_row():

@@ -47,4 +47,4 @@ def test_discard_only_rows_without_instance(tmp_path):
 
 def test_default_path_is_the_state_dir(isolated):
     with Ledger() as led:
-        assert led.path == isolated / "state" / "ledger.sqlite"
+        assert led.path == isolated.state / "ledger.sqlite"

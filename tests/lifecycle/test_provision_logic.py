@@ -1,17 +1,14 @@
-"""Choosing offers and confirming terminations, with an in-memory provider."""
+"""Why no offer matches a provision request, and confirming terminations, with an
+in-memory provider."""
 
 from __future__ import annotations
 
 import pytest
 
 from gpubench.lifecycle import terminate
-from gpubench.providers.common import Instance, InstanceState, NotFoundError, Offer
+from gpubench.providers.common import Instance, InstanceState, NotFoundError
 from gpubench.lifecycle.provision import NoOfferError, ProvisionRequest, plan
-from gpubench.offers import matching_offers
-
-OFFERS = [Offer("p", "a", "H100 SXM", 8, 24.0, available=1), Offer("p", "b", "H100 PCIe", 1, 2.5, available=1),
-          Offer("p", "c", "RTX 4090", 1, 0.4, available=0), Offer("p", "d", "RTX 4090", 1, 0.5, available=2),
-          Offer("p", "e", "A100 PCIe", 1, 1.3, region="us-east-1", available=1)]
+from tests.test_offers import OFFERS
 
 
 class Catalog:
@@ -19,12 +16,6 @@ class Catalog:
 
     def offers(self, gpus=None, gpu_type=None, interruptible=False):
         return list(OFFERS)
-
-
-def test_cheapest_available_first():
-    assert [o.offer_id for o in matching_offers(OFFERS, gpus=1)] == ["d", "e", "b"]
-    assert [o.offer_id for o in matching_offers(OFFERS, gpus=1, gpu_type="h100")] == ["b"]
-    assert [o.offer_id for o in matching_offers(OFFERS, gpus=1, max_price=1.0)] == ["d"]
 
 
 @pytest.mark.parametrize("kw,words", [

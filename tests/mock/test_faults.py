@@ -150,6 +150,7 @@ def test_ssh_refuses(drv, cloud, keys):
     assert out.returncode == 255 and "refused" in out.stderr.lower()
 
 
+@pytest.mark.slow
 def test_dies_mid_run(drv, cloud, keys):
     iid = drv.launch_id()
     wait_for(lambda: drv.status(iid) == Driver.RUNNING[drv.provider])
@@ -160,6 +161,7 @@ def test_dies_mid_run(drv, cloud, keys):
     assert ssh(port, keys["good"], "true").returncode == 255
 
 
+@pytest.mark.slow
 def test_terminate_lies(drv, cloud, keys):
     iid = drv.launch_id()
     wait_for(lambda: drv.status(iid) == Driver.RUNNING[drv.provider])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import requests
 
 from tests.mock.helpers import pub, ssh, wait_for
@@ -27,6 +28,7 @@ def test_catalog_shape_and_prices(lam):
     assert data[H100]["regions_with_capacity_available"][0].keys() == {"name", "description"}
 
 
+@pytest.mark.slow
 def test_launch_ssh_list_terminate(lam, keys, cloud):
     r = lam("POST", "/ssh-keys", json={"name": "k", "public_key": pub(keys["good"])})
     assert r.status_code == 200 and r.json()["data"]["name"] == "k"
@@ -79,6 +81,7 @@ def test_auth_forms_and_errors(cloud, lam):
     assert r.status_code == 404
 
 
+@pytest.mark.slow
 def test_capacity_runs_out(lam, keys):
     lam("POST", "/ssh-keys", json={"name": "k", "public_key": pub(keys["good"])})
     t = lam("GET", "/instance-types").json()["data"]["gpu_8x_h100_sxm5"]

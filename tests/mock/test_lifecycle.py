@@ -3,7 +3,6 @@ the `gpubench mock serve` command, concurrency, rsync into an instance, startup 
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 import requests
 
 from gpubench.mock import MockCloud
+from tests.helpers import start_gpubench
 from tests.mock.helpers import SSH_OPTS, Api, pub, ssh, sshd_count, wait_for
 
 
@@ -31,6 +31,7 @@ def _launch_pod(api: Api, key_pub: str) -> str:
     return r.json()["id"]
 
 
+@pytest.mark.slow
 def test_states_follow_the_boot_delay(tmp_path, keys):
     with MockCloud.start(state_dir=tmp_path / "s", boot_delay=0.8) as cloud:
         rp = _runpod(cloud)
@@ -59,6 +60,7 @@ def test_states_follow_the_boot_delay(tmp_path, keys):
         assert seen == [None, "loading", "running"]
 
 
+@pytest.mark.slow
 def test_restart_keeps_instances_and_no_sshd_survives_stop(tmp_path, keys):
     state = tmp_path / "s"
     with MockCloud.start(state_dir=state) as cloud:
@@ -80,6 +82,7 @@ def test_restart_keeps_instances_and_no_sshd_survives_stop(tmp_path, keys):
     assert sshd_count(state) == 0
 
 
+@pytest.mark.slow
 def test_rsync_and_tools_inside_an_instance(cloud, keys, tmp_path):
     rp = _runpod(cloud)
     pid = _launch_pod(rp, pub(keys["good"]))
@@ -98,6 +101,7 @@ def test_rsync_and_tools_inside_an_instance(cloud, keys, tmp_path):
     assert Path(lines[-2]).parent == Path(sys.executable).parent
 
 
+@pytest.mark.slow
 def test_launch_to_ssh_ready_time(cloud, keys):
     rp = _runpod(cloud)
     rp("PUT", "/account/ssh-keys", json={"keys": [pub(keys["good"])]})
@@ -112,6 +116,7 @@ def test_launch_to_ssh_ready_time(cloud, keys):
     assert elapsed < 5
 
 
+@pytest.mark.slow
 def test_concurrent_launches_respect_capacity(cloud):
     e = cloud.env()
     vast = Api(e["GPUBENCH_VAST_URL"], {"Authorization": f"Bearer {e['VAST_API_KEY']}"})
@@ -134,9 +139,8 @@ def test_concurrent_launches_respect_capacity(cloud):
 
 
 def _serve(tmp_path: Path, *args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, "-m", "gpubench", "mock", "serve", "--state", str(tmp_path / "s"),
-                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return start_gpubench("mock", "serve", "--state", str(tmp_path / "s"), *args,
+                          env={"PYTHONUNBUFFERED": "1"})
 
 
 def _exports(proc: subprocess.Popen) -> dict[str, str]:
@@ -149,6 +153,7 @@ def _exports(proc: subprocess.Popen) -> dict[str, str]:
     return got
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_serve_command_prints_exports_and_cleans_up(tmp_path, keys, sig):
     t0 = time.monotonic()
@@ -181,26 +186,19 @@ def test_serve_command_prints_exports_and_cleans_up(tmp_path, keys, sig):
     (["--port", "70000"], "bad port"),
     (["--boot-delay", "-1"], "must not be negative"),
 ])
-def test_serve_bad_input_is_one_line(tmp_path, args, words):
-    r = subprocess.run([sys.executable, "-m", "gpubench", "mock", "serve", "--state", str(tmp_path / "s"), *args],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode != 0 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+def test_serve_bad_input_is_one_line(tmp_path, cli, args, words):
+    code, _, err = cli("mock", "serve", "--state", str(tmp_path / "s"), *args)
+    assert code != 0 and words in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_unwritable_state_dir(tmp_path):
+def test_unwritable_state_dir(tmp_path, cli):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    r = subprocess.run([sys.executable, "-m", "gpubench", "mock", "serve", "--state", str(blocker / "s")],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode != 0 and "not writable" in r.stderr and "Traceback" not in r.stderr
+    code, _, err = cli("mock", "serve", "--state", str(blocker / "s"))
+    assert code != 0 and "not writable" in err and "Traceback" not in err
 
 
-def test_cli_import_stays_light():
-    code = "import sys, gpubench.cli; bad = [m for m in ('gpubench.mock', 'graphql') if m in sys.modules]; print(bad)"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert r.stdout.strip() == "[]", r.stderr
-
-
+@pytest.mark.slow
 def test_stale_sshd_from_a_killed_mock_is_reaped(tmp_path):
     from gpubench.mock.sshhost import InstanceHost
     from gpubench.mock.state import MockInstance, Store

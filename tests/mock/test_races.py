@@ -107,6 +107,7 @@ def _lambda(cloud, key: str):
     return iid, terminate, changes, gone
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider,setup", [("runpod", _runpod), ("vast", _vast), ("lambda", _lambda)])
 def test_terminate_racing_changes_stays_terminated(cloud, keys, provider, setup):
     state = cloud.engine.state_dir

@@ -35,6 +35,7 @@ def test_catalog(rp):
     assert rp("GET", f"/catalog/datacenters/{dcs[0]['id']}").json() == dcs[0]
 
 
+@pytest.mark.slow
 def test_pod_lifecycle_and_ssh(rp, keys):
     r = rp("PUT", "/account/ssh-keys", json={"keys": [pub(keys["good"])]})
     assert r.json() == {"keys": [pub(keys["good"])]}
@@ -63,6 +64,7 @@ def test_pod_lifecycle_and_ssh(rp, keys):
     assert r.json()["title"] == "Not Found" and rp("GET", "/pods").json() == {"pods": []}
 
 
+@pytest.mark.slow
 def test_public_key_env_without_account_keys(rp, keys):
     body = _pod_body(startSsh=False, env={"PUBLIC_KEY": pub(keys["other"])})
     pid = rp("POST", "/pods", json=body).json()["id"]
@@ -90,6 +92,7 @@ def test_errors(cloud, rp):
     assert r.status_code == 422
 
 
+@pytest.mark.slow
 def test_capacity_runs_out(rp):
     made = [rp("POST", "/pods", json=_pod_body(gpu={"id": GPU, "count": 8})).status_code for _ in range(4)]
     assert made == [201, 201, 201, 400]      # 16 + 8 GPUs in the secure cloud
@@ -124,6 +127,7 @@ SDK_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_official_runpod_sdk(cloud, rp, keys, tmp_path):
     pytest.importorskip("runpod")
     rp("PUT", "/account/ssh-keys", json={"keys": [pub(keys["good"])]})

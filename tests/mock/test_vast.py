@@ -31,6 +31,7 @@ def test_search_filters_and_prices(vast):
     assert r.headers["Content-Type"] == "application/json" and all(o["num_gpus"] >= 8 for o in r.json()["offers"])
 
 
+@pytest.mark.slow
 def test_launch_ssh_list_destroy(vast, keys):
     r = vast("POST", "/ssh/", json={"ssh_key": pub(keys["good"])})
     assert r.json()["success"] is True and r.json()["key"]["public_key"] == pub(keys["good"])
@@ -60,6 +61,7 @@ def test_launch_ssh_list_destroy(vast, keys):
     assert ssh(port, keys["good"], "true").returncode == 255
 
 
+@pytest.mark.slow
 def test_errors(cloud, vast):
     url = cloud.env()["GPUBENCH_VAST_URL"] + "/instances/"
     base = cloud.base_url
@@ -80,6 +82,7 @@ def test_errors(cloud, vast):
     assert r.status_code == 400 and r.json()["error"] == "invalid_price"
 
 
+@pytest.mark.slow
 def test_interruptible_is_outbid_when_dying(cloud, vast, keys):
     offer = _offers(vast, num_gpus={"eq": 1}, gpu_name={"eq": "RTX 4090"}, type="bid")[0]
     iid = vast("PUT", f"/asks/{offer['id']}/", json={"image": "img", "disk": 20.0,
@@ -93,6 +96,7 @@ def test_interruptible_is_outbid_when_dying(cloud, vast, keys):
 VASTAI = shutil.which("vastai") or str(Path(sys.executable).parent / "vastai")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path(VASTAI).exists(), reason="vastai CLI not installed (pip install --no-deps vastai==1.9.1)")
 def test_official_vastai_cli(cloud, keys, tmp_path):
     env = clean_env({}, tmp_path)
@@ -123,6 +127,7 @@ def test_official_vastai_cli(cloud, keys, tmp_path):
     assert json.loads(vastai("show", "instances", "--raw").stdout) == []
 
 
+@pytest.mark.slow
 def test_instance_keys_attach_and_detach(vast, keys):
     offer = _offers(vast, num_gpus={"eq": 1}, gpu_name={"eq": "RTX 3090"})[0]
     iid = vast("PUT", f"/asks/{offer['id']}/", json={"image": "img", "disk": 10.0}).json()["new_contract"]

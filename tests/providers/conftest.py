@@ -1,6 +1,4 @@
-"""Shared test set-up: every test runs with its own config, state and home
-directories, no real API keys, and client-side rate limits and backoffs shrunk;
-`fake_api` is a scripted HTTP server on 127.0.0.1 answering from saved fixtures."""
+"""`fake_api`: a scripted HTTP server on 127.0.0.1 answering from saved fixtures."""
 
 from __future__ import annotations
 
@@ -14,29 +12,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.conftest import clear_provider_env
-
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def fixture(name: str):
     return json.loads((FIXTURES / name).read_text())
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GPUBENCH_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("GPUBENCH_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    clear_provider_env(monkeypatch)
-    monkeypatch.setenv("GPUBENCH_RATE_LIMIT_SCALE", "0")
-    monkeypatch.setenv("GPUBENCH_HTTP_BACKOFF", "0.01")
-    monkeypatch.setenv("GPUBENCH_HTTP_TIMEOUT", "5")
-    monkeypatch.setenv("GPUBENCH_POLL_INTERVAL", "0.05")
-    return tmp_path
 
 
 class FakeApi:

@@ -14,7 +14,7 @@ def api_key(name: str) -> str:
 
 
 def test_env_first_then_tool_files_then_config(isolated, monkeypatch):
-    home = isolated / "home"
+    home = isolated.home
     (paths.config_dir(create=True) / "config.toml").write_text('[lambda]\napi_key = "from-config"\n')
     assert api_key("lambda") == "from-config"
     (home / ".lambda_cloud").mkdir()
@@ -25,7 +25,7 @@ def test_env_first_then_tool_files_then_config(isolated, monkeypatch):
 
 
 def test_vast_and_runpod_tool_files(isolated):
-    home = isolated / "home"
+    home = isolated.home
     (home / ".vast_api_key").write_text("vk\n")
     assert api_key("vast") == "vk"
     (home / ".config" / "vastai").mkdir(parents=True)
@@ -49,11 +49,11 @@ def test_keypair_created_once_with_0600(isolated):
     assert keys.ensure_keypair() == a
 
 
-def test_host_key_pinned_on_first_contact_and_change_refused(isolated):
+def test_host_key_pinned_on_first_contact_and_change_refused(tmp_path):
     import paramiko
 
-    k1, k2 = paramiko.Ed25519Key.from_private_key_file(str(_key(isolated, "a"))), \
-        paramiko.Ed25519Key.from_private_key_file(str(_key(isolated, "b")))
+    k1, k2 = paramiko.Ed25519Key.from_private_key_file(str(_key(tmp_path, "a"))), \
+        paramiko.Ed25519Key.from_private_key_file(str(_key(tmp_path, "b")))
     keys.pin_host_key("127.0.0.1", 2222, k1)
     keys.pin_host_key("127.0.0.1", 2222, k1)
     assert paths.known_hosts_path().read_text().startswith("[127.0.0.1]:2222 ssh-ed25519 ")
@@ -73,7 +73,7 @@ def _key(tmp, name):
 
 @pytest.mark.parametrize("text", ['default = "x"\n', 'api_key = 5\n', '[default]\napi_key = ["k"]\n'])
 def test_runpod_tool_file_of_the_wrong_shape_is_skipped(isolated, text):
-    home = isolated / "home"
+    home = isolated.home
     (home / ".runpod").mkdir()
     (home / ".runpod" / "config.toml").write_text(text)
     with pytest.raises(MissingKeyError, match="RUNPOD_API_KEY"):

@@ -70,15 +70,11 @@ def test_list_all_warns_about_garbage_and_keeps_the_others(fake_api, adapters):
     assert len(said) == 1 and "unexpected answer" in said[0]
 
 
-def test_cli_offers_with_garbage_is_one_line(fake_api, monkeypatch, capsys):
-    from gpubench.cli import main
-
+def test_cli_offers_with_garbage_is_one_line(fake_api, monkeypatch, cli):
     monkeypatch.setenv("VAST_API_KEY", "k")
     monkeypatch.setenv("GPUBENCH_VAST_URL", fake_api.url)
     fake_api.route("POST", "/api/v0/bundles/", (200, {"offers": [{"direct_port_count": 1, "num_gpus": "1.5",
                                                                   "dph_total": 1.0, "id": 1}]}))
-    with pytest.raises(SystemExit) as e:
-        main(["offers", "vast"])
-    err = capsys.readouterr().err
-    assert e.value.code != 0 and "Traceback" not in err
+    code, _, err = cli("offers", "vast")
+    assert code != 0 and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and "unexpected answer" in err

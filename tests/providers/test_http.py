@@ -1,11 +1,13 @@
-"""The shared HTTP client: what is retried, what is not, and what errors look like."""
+"""The shared HTTP client: what is retried, what is not, and what errors look like;
+every adapter sends its launch as a launch (never retried on a 5xx)."""
 
 import time
 
 import pytest
 
-from gpubench.providers.common import (AuthError, InvalidRequestError, ProviderError, RateLimitError,
-                                       TransportError)
+from gpubench.providers import lambda_cloud, runpod, vast
+from gpubench.providers.common import (AuthError, InvalidRequestError, LaunchSpec, Offer, ProviderError,
+                                       RateLimitError, SshKeyRef, TransportError)
 from gpubench.providers.http import HttpClient, HttpSettings, RateLimiter
 
 
@@ -104,6 +106,21 @@ def test_launch_is_never_retried_on_5xx_and_the_outcome_is_unclear(fake_api, met
     # the same PUT, not a launch, is retried as an idempotent call
     fake_api.route("PUT", "/other", (503, {"msg": "x"}, {"Retry-After": "0"}), (200, {"ok": 1}))
     assert client(fake_api.url).json("PUT", "/other", json={}) == {"ok": 1}
+
+
+@pytest.mark.parametrize("module,method,path", [
+    (vast, "PUT", "/api/v0/asks/5/"),
+    (lambda_cloud, "POST", "/api/v1/instance-operations/launch"),
+    (runpod, "POST", "/v2/pods"),
+])
+def test_every_adapter_launch_is_sent_once_on_5xx(fake_api, module, method, path):
+    fake_api.route(method, path, (503, {"msg": "busy"}, {"Retry-After": "0"}), (200, {"ok": 1}))
+    offer_id = "gpu_1x_h100@us-east-1" if module is lambda_cloud else "5"
+    with pytest.raises(TransportError):
+        module.connect("KEY", fake_api.url).launch(Offer("x", offer_id, "H100", 1, 2.0),
+                                                    LaunchSpec(gpus=1, name="x",
+                                                               ssh_key=SshKeyRef("ssh-ed25519 A", name="k")))
+    assert len(fake_api.calls(method, path)) == 1
 
 
 def test_launch_is_retried_on_429(fake_api):

@@ -14,7 +14,7 @@ from gpubench.providers import credentials, registry
 from gpubench.providers.common import MissingKeyError
 from gpubench.providers.credentials import KeyFile
 from gpubench.providers.registry import ProviderEntry
-from tests.conftest import clear_provider_env
+from tests.helpers import clear_provider_env
 
 
 def _read_acme(path):
@@ -46,6 +46,11 @@ def test_the_three_clouds_and_their_help_texts():
     assert registry.key_vars() == {"LAMBDA_API_KEY", "VAST_API_KEY", "RUNPOD_API_KEY"}
     assert [e.url_var for e in registry.entries()] == \
         ["GPUBENCH_LAMBDA_URL", "GPUBENCH_VAST_URL", "GPUBENCH_RUNPOD_URL"]
+
+
+def test_registry_is_one_line_per_provider():
+    assert registry.names() == ["lambda", "vast", "runpod"]
+    assert all(e.module.startswith("gpubench.providers.") for e in registry.entries())
 
 
 @pytest.mark.parametrize("entry", registry.entries(), ids=registry.names())
@@ -89,8 +94,8 @@ def test_a_fifth_entrys_variables_are_cleared_for_tests(acme, monkeypatch):
 def test_a_fifth_entrys_credentials_and_connection(acme, isolated, monkeypatch):
     with pytest.raises(MissingKeyError, match="set ACME_API_KEY, or api_key under \\[acme\\]"):
         registry.get("acme")
-    (isolated / "home" / ".acme").mkdir()
-    (isolated / "home" / ".acme" / "token").write_text("token: from-tool\n")
+    (isolated.home / ".acme").mkdir()
+    (isolated.home / ".acme" / "token").write_text("token: from-tool\n")
     assert credentials.api_key(registry.entry("acme")) == "from-tool"
     assert registry.get("acme") == ("connected", "from-tool", "https://api.acme.example")
     monkeypatch.setenv("ACME_API_KEY", "from-env")

@@ -161,13 +161,5 @@ def netns_sshd(tmp_path: Path):
 
 
 @pytest.fixture
-def gpubench_home(tmp_path: Path, monkeypatch):
-    """gpubench's config and state dirs in tmp_path (known_hosts, ledger)."""
-    monkeypatch.setenv("GPUBENCH_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("GPUBENCH_STATE_DIR", str(tmp_path / "state"))
-    return tmp_path
-
-
-@pytest.fixture
 def remote_python() -> str:
     return sys.executable

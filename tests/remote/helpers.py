@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpubench import paths
 from gpubench.launch.ssh import SshLauncher, connect
 from gpubench.remote.connection import ConnectOptions
 from gpubench.remote.session import RemoteLayout, SessionOptions
@@ -46,4 +47,4 @@ def open_session(sshd, remote_python: str, tmp_path: Path, reconnects: int = 2,
     host: RemoteHost = resolve(sshd.spec, sshd.key_file)
     options = SessionOptions(remote_python, RemoteLayout(str(tmp_path / "remote")),
                              ConnectOptions(connect_timeout=5, wait=10, retry_pause=0.5), reconnects)
-    return connect(host, tmp_path / "config" / "known_hosts", options, echo)
+    return connect(host, paths.known_hosts_path(), options, echo)

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.cli import main
 from gpubench.remote import sync
 from gpubench.remote.connection import ConnectOptions, SshConnection
 from gpubench.remote.errors import HostKeyChangedError, HostUnreachableError, SyncError
 from gpubench.remote.targets import resolve
 from tests.remote.conftest import free_port
+
+pytestmark = pytest.mark.slow
 
 
 def _connect(sshd, known_hosts: Path) -> SshConnection:
@@ -45,16 +46,15 @@ def test_host_key_pinned_then_changed_key_refused(sshd, tmp_path: Path):
         sync.sync(resolve(sshd.spec, sshd.key_file).target, known, suite, str(tmp_path / "dst"))
 
 
-def test_changed_key_via_cli_is_one_line(sshd, tmp_path: Path, gpubench_home, capsys, remote_python):
-    known = tmp_path / "config" / "known_hosts"
+def test_changed_key_via_cli_is_one_line(sshd, tmp_path: Path, isolated, cli, remote_python):
+    known = isolated.config / "known_hosts"
     known.parent.mkdir()
     known.write_text(f"[127.0.0.1]:{sshd.port} ssh-ed25519 "
                      "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
-    with pytest.raises(SystemExit) as exit_:
-        main(["run", "mnist-ddp", "--on", sshd.spec, "--key", str(sshd.key_file),
-              "--remote-python", remote_python, "--results", str(tmp_path)])
-    assert exit_.value.code == 1
-    err = capsys.readouterr().err.strip().splitlines()
+    code, _, err = cli("run", "mnist-ddp", "--on", sshd.spec, "--key", str(sshd.key_file),
+                       "--remote-python", remote_python, "--results", str(tmp_path))
+    assert code == 1
+    err = err.strip().splitlines()
     assert len(err) == 1 and "host key" in err[0] and "changed" in err[0]
 
 
@@ -80,12 +80,11 @@ def test_silent_server_fails_within_the_wait(sshd, tmp_path: Path):
         assert time.monotonic() - start < 6
 
 
-def test_unreachable_via_cli_is_one_line(sshd, tmp_path: Path, gpubench_home, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        main(["run", "mnist-ddp", "--on", f"root@127.0.0.1:{free_port()}", "--key",
-              str(sshd.key_file), "--connect-wait", "1", "--results", str(tmp_path)])
-    assert exit_.value.code == 1
-    err = capsys.readouterr().err.strip().splitlines()
+def test_unreachable_via_cli_is_one_line(sshd, tmp_path: Path, cli):
+    code, _, err = cli("run", "mnist-ddp", "--on", f"root@127.0.0.1:{free_port()}", "--key",
+                       str(sshd.key_file), "--connect-wait", "1", "--results", str(tmp_path))
+    assert code == 1
+    err = err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: cannot reach root@127.0.0.1:")
 
 

@@ -17,10 +17,12 @@ from gpubench.remote.session import RemoteLayout, SessionOptions
 from gpubench.remote.targets import resolve
 from tests.remote.helpers import tiny_script
 
+pytestmark = pytest.mark.slow
+
 RUN_TIMEOUT_S = 300
 
 
-def test_a_silent_link_is_noticed_within_the_dead_link_time(netns_sshd, tmp_path, gpubench_home,
+def test_a_silent_link_is_noticed_within_the_dead_link_time(netns_sshd, tmp_path,
                                                            remote_python):
     server, host = netns_sshd
     script = tiny_script(tmp_path, name="tiny_dead_link.py")

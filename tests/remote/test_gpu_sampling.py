@@ -74,6 +74,7 @@ def _sampled(record: dict) -> tuple:
             record["gpu_power_w_peak"])
 
 
+@pytest.mark.slow
 def test_a_local_script_is_sampled_from_outside(tmp_path, fake_nvidia_smi, monkeypatch):
     monkeypatch.setenv("PATH", f"{fake_nvidia_smi}:{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -87,7 +88,8 @@ def test_a_local_script_is_sampled_from_outside(tmp_path, fake_nvidia_smi, monke
     assert record["gpu_samples"] >= 2
 
 
-def test_a_remote_script_is_sampled_beside_it(tmp_path, fake_nvidia_smi, gpubench_home, remote_python):
+@pytest.mark.slow
+def test_a_remote_script_is_sampled_beside_it(tmp_path, fake_nvidia_smi, remote_python):
     path = f"{fake_nvidia_smi}:{Path(remote_python).parent}:/usr/local/bin:/usr/bin:/bin"
     server = make_sshd(tmp_path, extra_config=f"SetEnv PATH={path}\n")
     server.start()

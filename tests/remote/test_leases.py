@@ -10,9 +10,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from gpubench import suite
 from gpubench.launch.base import SweepPoint
 from gpubench.launch import leases
+from tests.helpers import start_gpubench
 from tests.remote.helpers import open_session, tiny_script
 
 LEASES_SOURCE = Path(leases.__file__).read_text()
@@ -74,7 +77,8 @@ def test_usage(capsys):
     assert "usage:" in capsys.readouterr().err
 
 
-def test_a_second_sweep_leaves_a_running_one_alone(sshd, tmp_path, gpubench_home, remote_python):
+@pytest.mark.slow
+def test_a_second_sweep_leaves_a_running_one_alone(sshd, tmp_path, remote_python):
     script = tiny_script(tmp_path, name="tiny_shared.py")
     workload = suite.resolve(str(script))
     first = open_session(sshd, remote_python, tmp_path)
@@ -118,18 +122,17 @@ def _running(name: str) -> list[str]:
     return found
 
 
-def test_the_run_of_a_killed_gpubench_is_stopped_by_the_next_sweep(sshd, tmp_path, gpubench_home,
+@pytest.mark.slow
+def test_the_run_of_a_killed_gpubench_is_stopped_by_the_next_sweep(sshd, tmp_path,
                                                                    remote_python):
     from tests.remote.helpers import cli_args
 
     script = tiny_script(tmp_path, name="tiny_killed.py")
     (tmp_path / "results").mkdir()
     seen: list[str] = []
-    controller = subprocess.Popen(
-        [sys.executable, "-m", "gpubench", "run", str(script), "--gpus", "1",
-         "--results", str(tmp_path / "results"), *cli_args(sshd, remote_python, tmp_path),
-         "--", "--sleep", "120"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    controller = start_gpubench(
+        "run", str(script), "--gpus", "1", "--results", str(tmp_path / "results"),
+        *cli_args(sshd, remote_python, tmp_path), "--", "--sleep", "120", stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -7,31 +7,26 @@ from pathlib import Path
 import pytest
 
 from gpubench import suite
-from gpubench.cli import main
 from gpubench.launch.base import SweepPoint
 from gpubench.remote.errors import ConnectionLostError
 from gpubench.results import ResultsStore
 from gpubench.sweep import SweepPlan, on_one_node, sweep
 from tests.remote.helpers import cli_args, open_session, tiny_script
 
+pytestmark = pytest.mark.slow
+
 
 def _records(results: Path) -> list[dict]:
     return ResultsStore(results).load().records
 
 
-def _gpubench(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    return exit_.value.code
-
-
-def test_mnist_sweep_end_to_end_then_skipped(sshd, tmp_path, gpubench_home, capsys, remote_python):
+def test_mnist_sweep_end_to_end_then_skipped(sshd, tmp_path, cli, remote_python):
     results = tmp_path / "results"
     results.mkdir()
     argv = ["run", "mnist-ddp", "--gpus", "1,2", "--results", str(results),
             *cli_args(sshd, remote_python, tmp_path), "--", "--steps", "2", "--warmup", "1"]
-    assert _gpubench(argv) == 0
-    out = capsys.readouterr().out
+    code, out, err = cli(*argv)
+    assert code == 0, err
     assert "[1 gpu] mnist-ddp: world 1 " in out and "[2 gpus] mnist-ddp: world 2 " in out
     records = _records(results)
     assert [(r["gpu_count"], r["status"], r["provider"]) for r in records] == [
@@ -44,25 +39,24 @@ def test_mnist_sweep_end_to_end_then_skipped(sshd, tmp_path, gpubench_home, caps
 
     # the same sweep again: nothing re-run (test_second_rsync_sends_nothing checks the
     # transfer on a suite that cannot change under it)
-    assert _gpubench(argv) == 0
-    out = capsys.readouterr().out
+    code, out, err = cli(*argv)
+    assert code == 0, err
     assert "file(s) sent" in out and "(checked before)" in out
     assert out.count("] already recorded") == 2
     assert len(_records(results)) == 2
 
 
-def test_failed_run_is_recorded_and_the_sweep_goes_on(sshd, tmp_path, gpubench_home, capsys,
-                                                      remote_python):
+def test_failed_run_is_recorded_and_the_sweep_goes_on(sshd, tmp_path, cli, remote_python):
     results = tmp_path / "results"
     results.mkdir()
     script = tiny_script(tmp_path)
-    code = _gpubench(["run", str(script), "--gpus", "1,2", "--results", str(results),
-                      *cli_args(sshd, remote_python, tmp_path), "--", "--fail-at", "1"])
+    code, out, _ = cli("run", str(script), "--gpus", "1,2", "--results", str(results),
+                       *cli_args(sshd, remote_python, tmp_path), "--", "--fail-at", "1")
     assert code == 1
     failed, ok = _records(results)
     assert failed["status"] == "failed" and "CUDA out of memory" in failed["error"]
     assert ok["status"] == "ok" and ok["gpu_count"] == 2
-    assert "[1 gpu] failed: RuntimeError: CUDA out of memory" in capsys.readouterr().out
+    assert "[1 gpu] failed: RuntimeError: CUDA out of memory" in out
 
 
 def _plan(script: Path, counts, args=()) -> SweepPlan:
@@ -80,7 +74,7 @@ def _cut_when(sshd, marker: str, lines: list[str]):
     return echo
 
 
-def test_connection_cut_mid_run_reconnects_and_reruns_that_count(sshd, tmp_path, gpubench_home,
+def test_connection_cut_mid_run_reconnects_and_reruns_that_count(sshd, tmp_path,
                                                                  remote_python):
     results = ResultsStore(tmp_path)
     script = tiny_script(tmp_path)
@@ -95,7 +89,7 @@ def test_connection_cut_mid_run_reconnects_and_reruns_that_count(sshd, tmp_path,
     assert any("running this count again" in line for line in lines)
 
 
-def test_sweep_resumes_at_first_count_without_a_record(sshd, tmp_path, gpubench_home, remote_python):
+def test_sweep_resumes_at_first_count_without_a_record(sshd, tmp_path, remote_python):
     results = ResultsStore(tmp_path)
     script = tiny_script(tmp_path, name="tiny_resume.py")
     lines: list[str] = []
@@ -119,7 +113,7 @@ def test_sweep_resumes_at_first_count_without_a_record(sshd, tmp_path, gpubench_
     assert _running(script.name) == []
 
 
-def test_ctrl_c_stops_the_remote_run(sshd, tmp_path, gpubench_home, remote_python):
+def test_ctrl_c_stops_the_remote_run(sshd, tmp_path, remote_python):
     script = tiny_script(tmp_path, name="tiny_ctrl_c.py")
     launcher = open_session(sshd, remote_python, tmp_path)
     workload = suite.resolve(str(script))
@@ -146,7 +140,7 @@ def _cmdline_has(pid: str, text: str) -> bool:
         return False
 
 
-def test_required_package_installed_once_per_machine(sshd, tmp_path, gpubench_home, remote_python):
+def test_required_package_installed_once_per_machine(sshd, tmp_path, remote_python):
     # typer is installed already, so pip answers without the network
     script = tiny_script(tmp_path, header="# requires: typer\n")
     lines: list[str] = []
@@ -158,7 +152,7 @@ def test_required_package_installed_once_per_machine(sshd, tmp_path, gpubench_ho
     assert (tmp_path / "remote" / "state" / "installed" / "typer").exists()
 
 
-def test_on_a_ledger_instance_by_name(sshd, tmp_path, gpubench_home, capsys, remote_python):
+def test_on_a_ledger_instance_by_name(sshd, tmp_path, cli, remote_python):
     from gpubench.lifecycle.ledger import Ledger
 
     with Ledger() as ledger:
@@ -171,13 +165,15 @@ def test_on_a_ledger_instance_by_name(sshd, tmp_path, gpubench_home, capsys, rem
     script = tiny_script(tmp_path)
     argv = ["run", str(script), "--on", "box1", "--gpus", "1,4", "--results", str(results),
             "--remote-python", remote_python, "--remote-dir", str(tmp_path / "remote")]
-    assert _gpubench(argv) == 0
+    code, out, err = cli(*argv)
+    assert code == 0, err
     (record,) = _records(results)
     assert (record["provider"], record["instance_type"], record["gpu_name"]) == (
         "lambda", "gpu_2x_a10", "A10")
     assert record["price_per_hour"] == 0.75 and record["instance_price_per_hour"] == 1.5
-    assert "skipping 4 GPUs: gpu_2x_a10 has 2" in capsys.readouterr().out
+    assert "skipping 4 GPUs: gpu_2x_a10 has 2" in out
     # recorded already: skipped; with --force: run again
-    assert _gpubench([*argv]) == 0 and len(_records(results)) == 1
-    assert "[1 gpu] already recorded" in capsys.readouterr().out
-    assert _gpubench([*argv, "--force"]) == 0 and len(_records(results)) == 2
+    code, out, _ = cli(*argv)
+    assert code == 0 and len(_records(results)) == 1
+    assert "[1 gpu] already recorded" in out
+    assert cli(*argv, "--force").code == 0 and len(_records(results)) == 2

@@ -4,7 +4,6 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.cli import main
 from gpubench.remote.errors import BadTargetError
 from gpubench.remote.target import parse_spec
 from gpubench.remote.targets import resolve
@@ -28,23 +27,22 @@ def test_bad_spec(tmp_path: Path, spec: str):
         parse_spec(spec, key)
 
 
-def test_missing_key(tmp_path: Path, gpubench_home):
+def test_missing_key(tmp_path: Path):
     with pytest.raises(BadTargetError, match="does not exist"):
         resolve("root@host", tmp_path / "nope")
     with pytest.raises(BadTargetError, match="--key"):
         resolve("root@host", None)
 
 
-def test_cli_bad_on_is_one_line(tmp_path: Path, gpubench_home, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        main(["run", "mnist-ddp", "--on", "root@host:0x", "--key", str(tmp_path / "k"),
-              "--results", str(tmp_path)])
-    assert exit_.value.code == 2
-    lines = capsys.readouterr().err.strip().splitlines()
+def test_cli_bad_on_is_one_line(tmp_path: Path, cli):
+    code, _, err = cli("run", "mnist-ddp", "--on", "root@host:0x", "--key", str(tmp_path / "k"),
+                       "--results", str(tmp_path))
+    assert code == 2
+    lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --on")
 
 
-def test_bare_name_asks_the_ledger(tmp_path: Path, gpubench_home):
+def test_bare_name_asks_the_ledger(tmp_path: Path):
     with pytest.raises(Exception) as e:
         resolve("no-such-instance")
     assert "no-such-instance" in str(e.value)

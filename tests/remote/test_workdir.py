@@ -2,13 +2,11 @@
 whole (less what its .gitignore names and .git), runs start in it, and its
 modules import as they do at home. Without --workdir the failed import says so."""
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-from gpubench.cli import main
 from gpubench.results import ResultsStore
 from tests.remote.helpers import cli_args
 
@@ -36,20 +34,13 @@ def project(tmp_path: Path) -> Path:
     return proj
 
 
-def _gpubench(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    return exit_.value.code
-
-
-def test_the_project_goes_along_and_runs_start_in_it(sshd, tmp_path, gpubench_home, capsys,
-                                                      remote_python):
+@pytest.mark.slow
+def test_the_project_goes_along_and_runs_start_in_it(sshd, tmp_path, cli, remote_python):
     proj = project(tmp_path)
     results = tmp_path / "results"
     results.mkdir()
-    code = _gpubench(["run", str(proj / "train.py"), "--workdir", str(proj), "--gpus", "1,2",
-                      "--results", str(results), *cli_args(sshd, remote_python, tmp_path)])
-    out = capsys.readouterr().out
+    code, out, _ = cli("run", str(proj / "train.py"), "--workdir", str(proj), "--gpus", "1,2",
+                       "--results", str(results), *cli_args(sshd, remote_python, tmp_path))
     assert code == 0, out
     records = ResultsStore(results).load().records
     assert [(r["gpu_count"], r["status"], r["throughput"]) for r in records] == [
@@ -61,13 +52,13 @@ def test_the_project_goes_along_and_runs_start_in_it(sshd, tmp_path, gpubench_ho
     assert "synced" in out and str(proj) in out
 
 
-def test_without_workdir_a_missing_module_says_how_to_send_it(sshd, tmp_path, gpubench_home,
-                                                              remote_python):
+@pytest.mark.slow
+def test_without_workdir_a_missing_module_says_how_to_send_it(sshd, tmp_path, cli, remote_python):
     proj = project(tmp_path)
     results = tmp_path / "results"
     results.mkdir()
-    code = _gpubench(["run", str(proj / "train.py"), "--gpus", "1", "--results", str(results),
-                      *cli_args(sshd, remote_python, tmp_path)])
+    code, _, _ = cli("run", str(proj / "train.py"), "--gpus", "1", "--results", str(results),
+                     *cli_args(sshd, remote_python, tmp_path))
     assert code == 1
     (record,) = ResultsStore(results).load().records
     assert "ModuleNotFoundError: No module named 'model'" in record["error"]
@@ -78,9 +69,8 @@ def test_without_workdir_a_missing_module_says_how_to_send_it(sshd, tmp_path, gp
     ("elsewhere", "is not inside"),
     ("missing", "no such directory"),
 ])
-def test_bad_workdir_is_one_line(tmp_path, capsys, workdir, message):
+def test_bad_workdir_is_one_line(tmp_path, cli, workdir, message):
     proj = project(tmp_path)
     (tmp_path / "elsewhere").mkdir()
-    code = _gpubench(["run", str(proj / "train.py"), "--workdir", str(tmp_path / workdir)])
-    err = capsys.readouterr().err
+    code, _, err = cli("run", str(proj / "train.py"), "--workdir", str(tmp_path / workdir))
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -63,10 +63,10 @@ def test_unreadable_cache_is_rebuilt(tmp_path):
     assert len(rebuilt["frame"]) == len(scaling_records())
 
 
-def test_small_histories_leave_no_cache(tmp_path, state_dir):
+def test_small_histories_leave_no_cache(tmp_path, isolated):
     store = write_store(tmp_path / "r", scaling_records())
     load_frame_cached(ResultsStore(store))
-    assert not state_dir.exists() or not any(state_dir.rglob("*.pkl"))
+    assert not isolated.state.exists() or not any(isolated.state.rglob("*.pkl"))
 
 
 def test_corruption_is_reported_through_the_cache(tmp_path):

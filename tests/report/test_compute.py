@@ -106,6 +106,14 @@ def test_older_schema_records_are_normalised():
     assert records_frame([{"workload": "w", "gpus": 1}]).loc[0, "status"] == "failed"
 
 
+def test_old_time_forms_are_normalised():
+    from gpubench.report.normalise import records_frame
+
+    frame = records_frame([{"workload": "w", "timestamp": "2026-01-31 14:00:00+02:00"},
+                           {"workload": "w", "time": "2026-01-31T12:00:00"}])
+    assert list(frame["time"]) == ["2026-01-31T12:00:00Z"] * 2
+
+
 def test_baseline_count_min_and_machine():
     frame = records_frame(scaling_records())
     two = build_report(frame, parse_baseline("2", frame))

@@ -10,6 +10,8 @@ from html.parser import HTMLParser
 
 import pytest
 
+from gpubench.results import ResultsStore
+
 from .helpers import rec, write_store
 
 REQUIRED_KEYS = {"workload", "provider", "gpu_name", "gpu_count", "throughput", "speedup",
@@ -173,3 +175,10 @@ def test_html_page_with_a_comparison(cli, store, tmp_path):
     parser.feed(page.read_text())
     first = parser.tables[0]
     assert "p throughput" in first[0] and len(first) == 1 + 3
+
+
+def test_render_report_after_a_sweep(store):
+    from gpubench.report.render import render_report
+
+    text = render_report(ResultsStore(store).load().records, "table", workload="w")
+    assert "speedup" in text and "NCCL timeout" in text

@@ -19,6 +19,8 @@ BEST_GREEN = (0xEA, 0xF7, 0xE6)  # the fastest / cheapest rows
 PLOT_ORANGE = (255, 127, 14)  # tab:orange: the line of the machine with three GPU counts
 PARETO_RED = (214, 39, 40)  # tab:red, the Pareto front
 
+pytestmark = pytest.mark.slow
+
 
 def chromium() -> str:
     for name in ("chromium", "chromium-browser"):

@@ -3,11 +3,9 @@ computed column) reaches every output and the cache; nodes show when they vary."
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -22,8 +20,6 @@ from gpubench.workloads.record_schema import EVERY_ROW, NUMBER, REPORT, WORKLOAD
 from .helpers import rec, scaling_records, write_store
 from .test_cache import stored
 from .test_formats import markdown_tables
-
-GPUBENCH_DIR = Path(__file__).resolve().parents[2] / "gpubench"
 
 # A field the workload would write and the report reads and shows, and a column
 # the report computes from it.
@@ -119,17 +115,3 @@ def test_nodes_column_only_when_a_run_spans_machines():
     assert "nodes" in render(report, "table").text
     for r in json.loads(render(compute.build_report(scaling_records()), "json").text):
         assert r["nodes"] == 1  # programs always get it
-
-
-def test_only_the_cli_imports_the_cli():
-    offenders = []
-    for path in GPUBENCH_DIR.rglob("*.py"):
-        relative = path.relative_to(GPUBENCH_DIR)
-        if relative.parts[0] == "cli" or relative == Path("__main__.py"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            offenders += [f"{relative}: {n}" for n in names
-                          if n == "gpubench.cli" or n.startswith("gpubench.cli.")]
-    assert offenders == []

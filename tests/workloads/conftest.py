@@ -1,6 +1,7 @@
-"""Fixtures for the workload suite's tests: the workloads folder on sys.path
-(its scripts import their siblings by name, as they do on a remote machine),
-and a CPU sweep through gpubench's own launcher."""
+"""Fixtures for the tests of the workload suite and the benchmark scripts: the
+workloads and benchmarks folders on sys.path (their scripts import their siblings
+by name, as they do on a remote machine), and a CPU sweep through gpubench's own
+launcher."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
-if str(WORKLOADS) not in sys.path:
-    sys.path.insert(0, str(WORKLOADS))
+ROOT = Path(__file__).resolve().parents[2]
+for folder in (ROOT / "workloads", ROOT / "benchmarks"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 def one_thread_launcher():
     """gpubench's local launcher, one thread per process: on a shared 2-core machine,

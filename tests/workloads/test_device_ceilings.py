@@ -7,16 +7,15 @@ import sys
 import time
 from pathlib import Path
 
+import device_ceilings
 import pytest
 import torch
+import workload_suite
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import device_ceilings  # noqa: E402
-import workload_suite  # noqa: E402
 
 
+@pytest.mark.slow
 def test_script_prints_one_json_object_of_positive_rates():
     out = subprocess.run([sys.executable, str(BENCHMARKS / "device_ceilings.py"), "--json",
                           "--n", "128", "--copy-mib", "4", "--repeats", "3", "--warmup", "1"],
@@ -28,6 +27,7 @@ def test_script_prints_one_json_object_of_positive_rates():
     assert (c["repeats"], c["warmup"]) == (3, 1)
 
 
+@pytest.mark.slow
 def test_bad_size_is_refused():
     out = subprocess.run([sys.executable, str(BENCHMARKS / "device_ceilings.py"), "--n", "0"],
                          capture_output=True, text=True, timeout=60)
@@ -47,6 +47,7 @@ def test_warmup_stays_out_of_the_median():
     assert seconds < 0.05
 
 
+@pytest.mark.slow
 def test_measure_on_cpu():
     c = device_ceilings.measure(torch.device("cpu"), n=64, copy_bytes=1 << 20, warmup=1, repeats=2)
     assert c.matmul_tflops > 0 and c.copy_bytes == 1 << 20

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_reference_folder_holds_records_ceilings_table_and_command(tmp_path):
     out = tmp_path / "ref"
     env = {**os.environ, "PYTHON": sys.executable, "TMPDIR": str(tmp_path)}

@@ -2,15 +2,12 @@
 its table is read, the in-place bus bandwidth compared, and every way it can
 fail is one line in the table, never a crash of the suite."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import nccl_tests  # noqa: E402
-import workload_suite  # noqa: E402
+import nccl_tests
+import workload_suite
 
 # all_reduce_perf's layout: size count type redop root | time algbw busbw #wrong (out of
 # place) | the same in place; the widths squeeze large numbers into 1.2e+03 style.

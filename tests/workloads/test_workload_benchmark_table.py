@@ -1,11 +1,6 @@
 """benchmarks/workload_suite.py sets each figure beside the published one for the same GPU."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import workload_suite  # noqa: E402
+import workload_suite
 
 
 def record(**kw):

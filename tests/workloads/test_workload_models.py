@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 
 import allreduce
@@ -14,12 +15,14 @@ import recsys_ddp
 import resnet_ddp
 
 
+@pytest.mark.slow
 def test_resnet50_has_torchvisions_parameter_count():
     with torch.device("meta"):
         assert sum(p.numel() for p in resnet_ddp.ResNet(50).parameters()) == 25_557_032
         assert sum(p.numel() for p in resnet_ddp.ResNet(18).parameters()) == 11_689_512
 
 
+@pytest.mark.slow
 def test_gpt2_small_parameter_count_and_flops():
     with torch.device("meta"):
         model = gpt_ddp.GPT(gpt_ddp.GPTConfig())
@@ -28,6 +31,7 @@ def test_gpt2_small_parameter_count_and_flops():
     assert metrics.gpt_flops_per_token(model.num_params(), 12, 12, 64, 1024) == 854_770_176
 
 
+@pytest.mark.slow
 def test_tiny_gpt_trains_on_cpu():
     torch.manual_seed(0)
     cfg = gpt_ddp.GPTConfig(block_size=16, vocab_size=64, n_layer=1, n_head=2, n_embd=16)
@@ -39,6 +43,7 @@ def test_tiny_gpt_trains_on_cpu():
     assert model.wte.weight.grad is not None  # tied with lm_head
 
 
+@pytest.mark.slow
 def test_movielens_csv_dat_and_directory(tmp_path):
     csv = tmp_path / "ratings.csv"
     csv.write_text("userId,movieId,rating,timestamp\n1,10,4.0,1\n1,30,3.5,2\n7,10,5.0,3\n")
@@ -66,6 +71,7 @@ def test_movielens_bad_input_is_a_data_error(tmp_path):
         recsys_ddp.load_ratings(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_synthetic_movielens_shape():
     data = recsys_ddp.synthetic_ratings("ml-latest-small", seed=0)
     assert (data.n_users, data.n_movies, len(data)) == (610, 9_742, 100_836)

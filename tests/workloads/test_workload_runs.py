@@ -1,15 +1,18 @@
 """Every workload of the suite, run by gpubench's launcher at 1 and 2 gloo
-processes for a few steps, writes a valid record."""
+processes for a few steps, writes a valid record; a workload started without
+torchrun runs as a world of one."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 import record_schema
+from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -90,7 +93,7 @@ def test_allreduce_curve(sweep):
 
 
 def test_mnist_profile_writes_a_tensorboard_trace(sweep, tmp_path):
-    # mnist-ddp at 1 and 2 processes is the foundation tests' business; here: --profile
+    # mnist-ddp at 1 and 2 processes is tests/cli/test_local_sweep.py's business; here: --profile
     traces = tmp_path / "traces"
     [record] = sweep("mnist-ddp", ["--steps", "2", "--profile", str(traces)], counts=(2,))
     check_record(record, "mnist-ddp", 2)
@@ -101,9 +104,12 @@ def test_mnist_profile_writes_a_tensorboard_trace(sweep, tmp_path):
     assert trace["traceEvents"]
 
 
-def test_gpubench_workloads_lists_the_suite():
-    out = subprocess.run([sys.executable, "-m", "gpubench", "workloads"], capture_output=True,
-                         text=True, timeout=60, check=True).stdout
-    for name in ("mnist-ddp", "resnet-ddp", "gpt-ddp", "recsys-ddp", "allreduce"):
-        assert name in out
-    assert "MFU" in out and "busbw" in out
+def test_workload_runs_without_torchrun_as_a_world_of_one(tmp_path):
+    record_file = tmp_path / "rec.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "workloads" / "mnist_ddp.py"), "--steps", "2", "--warmup", "0",
+         "--record-file", str(record_file)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(record_file.read_text())
+    assert record["world_size"] == 1 and record["steps"] == 2 and record["epoch_samples"] == 60000

@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.conftest import GPUBENCH, REPO, cpu_env
+import pytest
+
+from tests.helpers import run_gpubench
+
+pytestmark = pytest.mark.slow
 
 # argparse refuses unknown flags, as most training scripts do
 PLAIN = """\
@@ -35,9 +39,8 @@ def _run(tmp_path, source: str, *args: str) -> tuple[subprocess.CompletedProcess
     script.write_text(source)
     results = tmp_path / "results"
     results.mkdir(exist_ok=True)
-    proc = subprocess.run([GPUBENCH, "run", str(script), "--gpus", "1,2", "--results", str(results),
-                           *args], capture_output=True, text=True, timeout=180, cwd=REPO,
-                          env=cpu_env())
+    proc = run_gpubench("run", str(script), "--gpus", "1,2", "--results", str(results), *args,
+                        timeout=180)
     records = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]
     return proc, records
 
@@ -51,8 +54,8 @@ def test_a_plain_script_is_timed_as_a_whole(tmp_path):
         assert r["throughput"] == 1.0 / r["wall_seconds"]
         assert r["wall_seconds"] == r["process_seconds"] and r["precision"] == "-"
         assert "--record-file" not in r["launch_command"]
-    report = subprocess.run([GPUBENCH, "report", "--results", str(tmp_path / "results"), "--format",
-                             "markdown"], capture_output=True, text=True, timeout=60, env=cpu_env())
+    report = run_gpubench("report", "--results", str(tmp_path / "results"), "--format", "markdown",
+                          timeout=60)
     header = report.stdout.splitlines()[2]
     assert [c.strip() for c in header.strip("|").split("|")][4:11] == [
         "runs/s", "speedup", "efficiency", "$/h", "s/run", "$/run", "runs/$"]
@@ -84,9 +87,8 @@ def test_workdir_is_where_local_runs_start(tmp_path):
                       "'{\"throughput\": %d}' % n)\n")
     results = tmp_path / "results"
     results.mkdir()
-    proc = subprocess.run([GPUBENCH, "run", str(script), "--workdir", str(proj), "--gpus", "1",
-                           "--results", str(results)], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path, env=cpu_env())
+    proc = run_gpubench("run", str(script), "--workdir", str(proj), "--gpus", "1", "--results",
+                        str(results), cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (record,) = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]
     assert (record["throughput"], record["throughput_unit"]) == (3, "samples/s")

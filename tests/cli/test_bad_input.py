@@ -6,15 +6,6 @@ import json
 
 import pytest
 
-from gpubench.cli import main
-
-
-def invoke(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
-
 
 def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
     assert code != 0
@@ -25,30 +16,30 @@ def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
         assert fragment in lines[0]
 
 
-def test_unknown_workload_lists_the_known_ones(capsys):
-    code, _, err = invoke(capsys, "run", "resnet-9000")
+def test_unknown_workload_lists_the_known_ones(cli):
+    code, _, err = cli("run", "resnet-9000")
     assert_one_line_error(code, err, "unknown workload 'resnet-9000'", "mnist-ddp")
 
 
 @pytest.mark.parametrize("value, fragment", [("0", "0 is not a valid GPU count"),
                                              ("abc", "'abc' is not a whole number"),
                                              ("1,-2", "-2 is not a valid GPU count")])
-def test_bad_gpu_counts(capsys, value, fragment, tmp_path):
-    code, _, err = invoke(capsys, "run", "mnist-ddp", "--gpus", value, "--results", str(tmp_path))
+def test_bad_gpu_counts(cli, value, fragment, tmp_path):
+    code, _, err = cli("run", "mnist-ddp", "--gpus", value, "--results", str(tmp_path))
     assert_one_line_error(code, err, fragment)
 
 
-def test_missing_results_directory(capsys, tmp_path):
-    code, _, err = invoke(capsys, "report", "--results", str(tmp_path / "nope"))
+def test_missing_results_directory(cli, tmp_path):
+    code, _, err = cli("report", "--results", str(tmp_path / "nope"))
     assert_one_line_error(code, err, "does not exist")
-    code, _, err = invoke(capsys, "run", "mnist-ddp", "--results", str(tmp_path / "nope"))
+    code, _, err = cli("run", "mnist-ddp", "--results", str(tmp_path / "nope"))
     assert_one_line_error(code, err, "does not exist")
 
 
-def test_unknown_option_and_format(capsys, tmp_path):
-    code, _, err = invoke(capsys, "run", "mnist-ddp", "--bogus")
+def test_unknown_option_and_format(cli, tmp_path):
+    code, _, err = cli("run", "mnist-ddp", "--bogus")
     assert_one_line_error(code, err, "No such option: --bogus")
-    code, _, err = invoke(capsys, "report", "--results", str(tmp_path), "--format", "xml")
+    code, _, err = cli("report", "--results", str(tmp_path), "--format", "xml")
     assert_one_line_error(code, err, "--format")
 
 
@@ -59,20 +50,20 @@ def good_record(gpus: int, throughput: float) -> dict:
             "epoch_samples": 60000}
 
 
-def test_corrupt_line_in_the_middle_is_an_error_naming_the_line(capsys, tmp_path):
+def test_corrupt_line_in_the_middle_is_an_error_naming_the_line(cli, tmp_path):
     path = tmp_path / "a.jsonl"
     path.write_text(json.dumps(good_record(1, 100)) + "\n{oops\n" + json.dumps(good_record(2, 150)) + "\n")
     before = path.read_bytes()
-    code, _, err = invoke(capsys, "report", "--results", str(tmp_path))
+    code, _, err = cli("report", "--results", str(tmp_path))
     assert_one_line_error(code, err, f"{path}:2", "corrupt")
     assert path.read_bytes() == before  # nothing rewritten
 
 
-def test_truncated_last_line_is_skipped_with_a_warning(capsys, tmp_path):
+def test_truncated_last_line_is_skipped_with_a_warning(cli, tmp_path):
     path = tmp_path / "a.jsonl"
     path.write_text(json.dumps(good_record(1, 100)) + "\n" + json.dumps(good_record(2, 150))
                     + "\n" + json.dumps(good_record(2, 999))[:25])
-    code, out, err = invoke(capsys, "report", "--results", str(tmp_path), "--format", "json")
+    code, out, err = cli("report", "--results", str(tmp_path), "--format", "json")
     assert code == 0
     assert "truncated last line" in err and "Traceback" not in err
     rows = json.loads(out)
@@ -80,8 +71,8 @@ def test_truncated_last_line_is_skipped_with_a_warning(capsys, tmp_path):
     assert rows[1]["speedup"] == 1.5
 
 
-def test_version_and_workloads(capsys):
-    code, out, _ = invoke(capsys, "--version")
+def test_version_and_workloads(cli):
+    code, out, _ = cli("--version")
     assert code == 0 and out.startswith("gpubench ")
-    code, out, _ = invoke(capsys, "workloads")
+    code, out, _ = cli("workloads")
     assert code == 0 and out.splitlines()[0].startswith("mnist-ddp")

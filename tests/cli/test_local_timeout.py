@@ -9,8 +9,12 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from gpubench.launch.stop_tagged import TAG_VAR
-from tests.conftest import GPUBENCH, REPO, cpu_env
+from tests.helpers import run_gpubench, start_gpubench
+
+pytestmark = pytest.mark.slow
 
 SLEEPER = """\
 import os, sys, time
@@ -43,9 +47,8 @@ def test_timeout_stops_torchrun_and_its_workers(tmp_path):
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: signalled.append(signum))
     try:
         start = time.monotonic()
-        proc = subprocess.run([GPUBENCH, "run", str(script), "--gpus", "2", "--results",
-                               str(results), "--timeout", "8"],
-                              capture_output=True, text=True, timeout=90, cwd=REPO, env=cpu_env())
+        proc = run_gpubench("run", str(script), "--gpus", "2", "--results", str(results),
+                            "--timeout", "8", timeout=90)
         elapsed = time.monotonic() - start
         time.sleep(0.5)
         assert [p.poll() for p in others] == [None, None], "a process outside the run was stopped"
@@ -69,9 +72,7 @@ def test_ctrl_c_stops_the_run_and_its_workers(tmp_path):
     script.write_text(SLEEPER)
     results = tmp_path / "results"
     results.mkdir()
-    proc = subprocess.Popen([GPUBENCH, "run", str(script), "--gpus", "2", "--results", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                            env=cpu_env())
+    proc = start_gpubench("run", str(script), "--gpus", "2", "--results", str(results))
     pids: list[int] = []
     deadline = time.monotonic() + 60
     assert proc.stdout is not None

@@ -1,20 +1,19 @@
-"""End to end against the mock cloud: the real CLI, the real adapters, real sshd."""
+"""End to end against the mock cloud: the real CLI, the real adapters, real sshd
+(in the tests marked slow: those whose instances boot)."""
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 mock = pytest.importorskip("gpubench.mock")
 
-from gpubench.cli import main  # noqa: E402
 from gpubench.lifecycle.ledger import Ledger  # noqa: E402
+from tests.helpers import run_gpubench, start_gpubench  # noqa: E402
 
 PROVIDERS = ["lambda", "vast", "runpod"]
 
@@ -28,32 +27,16 @@ def cloud(tmp_path, monkeypatch):
     c.stop()
 
 
-def gb(capsys, *args: str) -> tuple[int, str, str]:
-    """Run the CLI in-process: (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def gb_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpubench", *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ))
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_offers_provision_ssh_ls_down(cloud, capsys, provider):
-    code, out, err = gb(capsys, "offers", provider, "--gpus", "1", "--format", "json")
+def test_offers_provision_ssh_ls_down(cloud, cli, provider):
+    code, out, err = cli("offers", provider, "--gpus", "1", "--format", "json")
     assert code == 0, err
     offers = json.loads(out)
     assert offers and all(o["provider"] == provider and o["count"] == 1 for o in offers)
     assert [o["price_per_hour"] for o in offers] == sorted(o["price_per_hour"] for o in offers)
 
-    code, out, err = gb(capsys, "provision", provider, "--gpus", "1", "--name", "t1", "--yes",
+    code, out, err = cli("provision", provider, "--gpus", "1", "--name", "t1", "--yes",
                         "--disk", "50")
     assert code == 0, err
     assert "ready in" in out
@@ -62,14 +45,14 @@ def test_offers_provision_ssh_ls_down(cloud, capsys, provider):
     assert all(getattr(entry, p) for p in ("requested_at", "created_at", "running_at", "ssh_ready_at"))
     assert entry.requested_at <= entry.created_at <= entry.running_at <= entry.ssh_ready_at
 
-    r = gb_process("ssh", "t1", "--", "echo", "hello-from-mock")
+    r = run_gpubench("ssh", "t1", "--", "echo", "hello-from-mock", timeout=60)
     assert r.returncode == 0 and "hello-from-mock" in r.stdout, r.stderr
 
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     rows = json.loads(out)
     assert [(r["name"], r["provider"], r["ssh"]) for r in rows] == [("t1", provider, "gpubench-t1")]
 
-    code, out, err = gb(capsys, "down", "t1", "--yes")
+    code, out, err = cli("down", "t1", "--yes")
     assert code == 0, err
     assert "terminated" in out and "cost $" in out
     secret = cloud.env()[f"{provider.upper()}_API_KEY"]
@@ -79,7 +62,7 @@ def test_offers_provision_ssh_ls_down(cloud, capsys, provider):
         assert secret.encode() not in f.read_bytes()
     entry = Ledger().find("t1")
     assert entry.status == "terminated" and entry.terminated_confirmed_at and entry.terminate_requested_at
-    code, out, err = gb(capsys, "ls")
+    code, out, err = cli("ls")
     assert out.strip() == "no instances"
 
 
@@ -88,33 +71,35 @@ def test_offers_provision_ssh_ls_down(cloud, capsys, provider):
     ("vast", "Invalid user key"),
     ("runpod", "bearer token"),
 ])
-def test_bad_key_is_one_line_in_the_providers_words(cloud, capsys, provider, words):
+def test_bad_key_is_one_line_in_the_providers_words(cloud, cli, provider, words):
     cloud.set_faults(f"{provider}:bad-key")
-    code, out, err = gb(capsys, "provision", provider, "--gpus", "1", "--yes")
+    code, out, err = cli("provision", provider, "--gpus", "1", "--yes")
     assert code != 0
     assert len(err.strip().splitlines()) == 1 and provider in err and "401" in err
     assert words.lower() in err.lower()
     # offers across providers: one warning line, the others still print
-    code, out, err = gb(capsys, "offers", "--gpus", "1", "--format", "json")
+    code, out, err = cli("offers", "--gpus", "1", "--format", "json")
     assert code == 0
     assert [ln for ln in err.splitlines() if ln.startswith("warning")] == err.strip().splitlines()
     assert len(err.strip().splitlines()) == 1
     assert {o["provider"] for o in json.loads(out)} == set(PROVIDERS) - {provider}
 
 
-def test_429s_are_retried_and_succeed(cloud, capsys, monkeypatch):
+@pytest.mark.slow
+def test_429s_are_retried_and_succeed(cloud, cli, monkeypatch):
     cloud.set_faults("vast:429=0@2,runpod:429=0@2,lambda:429=0@2")
-    code, out, err = gb(capsys, "offers", "--gpus", "1", "--format", "json")
+    code, out, err = cli("offers", "--gpus", "1", "--format", "json")
     assert code == 0 and not err, err
     assert {o["provider"] for o in json.loads(out)} == set(PROVIDERS)
     cloud.set_faults("runpod:429=0@1")
-    code, out, err = gb(capsys, "provision", "runpod", "--gpus", "1", "--name", "r", "--yes")
+    code, out, err = cli("provision", "runpod", "--gpus", "1", "--name", "r", "--yes")
     assert code == 0, err
-    assert gb(capsys, "down", "r", "--yes")[0] == 0
+    assert cli("down", "r", "--yes")[0] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider,ghost", [("vast", "999999"), ("runpod", "NVIDIA B999")])
-def test_no_capacity_on_the_cheapest_falls_through_to_the_next(cloud, capsys, provider, ghost):
+def test_no_capacity_on_the_cheapest_falls_through_to_the_next(cloud, cli, provider, ghost):
     """The cheapest offer is gone by launch time (Vast: no_such_ask; RunPod: a 400 on
     create, and no server-side fallback): the next offer is launched."""
     from gpubench.lifecycle.provision import ProvisionRequest, plan, provision
@@ -130,22 +115,22 @@ def test_no_capacity_on_the_cheapest_falls_through_to_the_next(cloud, capsys, pr
         assert outcome.offer == offers[0]
         assert ghost in outcome.attempts[0]
         assert [e.name for e in ledger.entries(include_done=True)] == ["fall"]   # no row for the refusal
-    assert gb(capsys, "down", "fall", "--yes")[0] == 0
+    assert cli("down", "fall", "--yes")[0] == 0
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_no_capacity_anywhere(cloud, capsys, provider):
+def test_no_capacity_anywhere(cloud, cli, provider):
     cloud.set_faults(f"{provider}:no-capacity")
-    code, out, err = gb(capsys, "provision", provider, "--gpus", "1", "--yes")
+    code, out, err = cli("provision", provider, "--gpus", "1", "--yes")
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert "sold out" in err or "available to rent" in err
     assert Ledger().entries(include_done=True) == []
     cloud.set_faults("")
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     assert json.loads(out) == []
 
 
-def test_launch_refused_leaves_no_ledger_row(cloud, capsys):
+def test_launch_refused_leaves_no_ledger_row(cloud, cli):
     """Catalog said yes, the launch said no capacity: nothing left behind."""
     from gpubench.lifecycle.provision import ProvisionError, ProvisionRequest, plan, provision
     from gpubench.providers import registry
@@ -159,7 +144,8 @@ def test_launch_refused_leaves_no_ledger_row(cloud, capsys):
     assert Ledger().entries(include_done=True) == []
 
 
-def test_never_booting_instance_is_terminated_and_replaced(cloud, capsys):
+@pytest.mark.slow
+def test_never_booting_instance_is_terminated_and_replaced(cloud, cli):
     cloud.set_faults("runpod:never-boots")
     from gpubench.lifecycle.provision import Deadlines, ProvisionRequest, plan, provision
     from gpubench.providers import registry
@@ -181,25 +167,27 @@ def test_never_booting_instance_is_terminated_and_replaced(cloud, capsys):
     assert [r.status for r in rows] == ["terminated", "ready"]
     first = rows[0].instance_id
     assert first not in {i.instance_id for i in prov.list()}
-    assert gb(capsys, "down", "nb", "--yes")[0] == 0
+    assert cli("down", "nb", "--yes")[0] == 0
 
 
-def test_lying_terminate_is_caught(cloud, capsys):
-    assert gb(capsys, "provision", "vast", "--gpus", "1", "--name", "liar", "--yes")[0] == 0
+@pytest.mark.slow
+def test_lying_terminate_is_caught(cloud, cli):
+    assert cli("provision", "vast", "--gpus", "1", "--name", "liar", "--yes")[0] == 0
     cloud.set_faults("vast:terminate-lies")
-    code, out, err = gb(capsys, "down", "liar", "--yes", "--timeout", "1.5")
+    code, out, err = cli("down", "liar", "--yes", "--timeout", "1.5")
     assert code != 0
     assert "NOT confirmed gone" in err and "sending terminate again" in err
     assert Ledger().find("liar").status == "unconfirmed"
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     assert [r["name"] for r in json.loads(out)] == ["liar"]
     cloud.set_faults("")
-    code, out, err = gb(capsys, "down", "liar", "--yes")
+    code, out, err = cli("down", "liar", "--yes")
     assert code == 0, err
     assert Ledger().find("liar").status == "terminated"
 
 
-def test_process_dying_right_after_launch_leaves_a_findable_instance(cloud, capsys):
+@pytest.mark.slow
+def test_process_dying_right_after_launch_leaves_a_findable_instance(cloud, cli):
     """The launch call went through, the answer never reached the ledger."""
     from gpubench.lifecycle.provision import ProvisionRequest, plan, provision
     from gpubench.providers import registry
@@ -218,19 +206,18 @@ def test_process_dying_right_after_launch_leaves_a_findable_instance(cloud, caps
     with Ledger() as ledger, pytest.raises(SystemExit):
         provision(DiesAfterLaunch(), req, plan(prov, req), ledger)
     assert Ledger().find("crash").instance_id is None
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     rows = json.loads(out)
     assert rows[0]["name"] == "crash" and rows[0]["instance_id"] and rows[0]["note"] == "recovered by name"
-    code, out, err = gb(capsys, "down", "crash", "--yes")
+    code, out, err = cli("down", "crash", "--yes")
     assert code == 0, err
     assert prov.list() == [] or all(i.name != "gpubench-crash" for i in prov.list())
 
 
-def test_killed_cli_while_booting_is_listed_and_removable(cloud, capsys):
+def test_killed_cli_while_booting_is_listed_and_removable(cloud, cli):
     cloud.set_faults("vast:never-boots")
-    proc = subprocess.Popen([sys.executable, "-m", "gpubench", "provision", "vast", "--gpus", "1",
-                             "--name", "killed", "--yes"], env=dict(os.environ),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_gpubench("provision", "vast", "--gpus", "1", "--name", "killed", "--yes",
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -243,30 +230,31 @@ def test_killed_cli_while_booting_is_listed_and_removable(cloud, capsys):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     assert [r["name"] for r in json.loads(out)] == ["killed"]
-    code, out, err = gb(capsys, "down", "killed", "--yes")
+    code, out, err = cli("down", "killed", "--yes")
     assert code == 0, err
 
 
-def test_orphans_are_listed_and_removed(cloud, capsys):
+@pytest.mark.slow
+def test_orphans_are_listed_and_removed(cloud, cli):
     from gpubench.providers import registry
     from gpubench.providers.common import LaunchSpec
 
     prov = registry.get("runpod")
     offer = prov.offers(gpus=1)[0]
     prov.launch(offer, LaunchSpec(gpus=1, name="elsewhere"))
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     rows = json.loads(out)
     assert rows[0]["name"] == "elsewhere" and "orphan" in rows[0]["note"]
-    code, out, err = gb(capsys, "down", "--orphans", "--yes")
+    code, out, err = cli("down", "--orphans", "--yes")
     assert code == 0, err
     assert all(i.name != "gpubench-elsewhere" for i in prov.list())
 
 
-def test_ssh_that_never_answers_is_replaced(cloud, capsys):
+def test_ssh_that_never_answers_is_replaced(cloud, cli):
     cloud.set_faults("lambda:ssh-refuses")
-    code, out, err = gb(capsys, "provision", "lambda", "--gpus", "1", "--name", "mute", "--yes",
+    code, out, err = cli("provision", "lambda", "--gpus", "1", "--name", "mute", "--yes",
                         "--ssh-timeout", "0.5", "--attempts", "2")
     assert code == 1 and "launched" in err
     assert err.count("replace") == 2 and err.strip().splitlines()[-1].startswith("error:")
@@ -275,14 +263,14 @@ def test_ssh_that_never_answers_is_replaced(cloud, capsys):
     assert all(r.running_at and not r.ssh_ready_at for r in rows)
 
 
-def test_dry_run_rents_nothing_and_filters_work(cloud, capsys):
-    code, out, err = gb(capsys, "provision", "vast", "--gpus", "1", "--gpu-type", "H100", "--dry-run")
+def test_dry_run_rents_nothing_and_filters_work(cloud, cli):
+    code, out, err = cli("provision", "vast", "--gpus", "1", "--gpu-type", "H100", "--dry-run")
     assert code == 0 and "H100" in out and "nothing rented" in out
     assert Ledger().entries(include_done=True) == []
-    code, out, err = gb(capsys, "offers", "vast", "--interruptible", "--max-price", "0.5", "--format", "json")
+    code, out, err = cli("offers", "vast", "--interruptible", "--max-price", "0.5", "--format", "json")
     rows = json.loads(out)
     assert rows and all(r["interruptible"] and r["price_per_hour"] <= 0.5 for r in rows)
-    code, out, err = gb(capsys, "provision", "runpod", "--gpus", "1", "--max-price", "0.01", "--yes")
+    code, out, err = cli("provision", "runpod", "--gpus", "1", "--max-price", "0.01", "--yes")
     assert code == 1 and "at or under $0.01/h (cheapest is $" in err
-    code, out, err = gb(capsys, "provision", "lambda", "--gpus", "1")     # no terminal, no --yes
+    code, out, err = cli("provision", "lambda", "--gpus", "1")     # no terminal, no --yes
     assert code == 2 and "--yes" in err and Ledger().entries(include_done=True) == []

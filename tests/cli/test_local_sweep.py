@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from tests.conftest import GPUBENCH, REPO, cpu_env
+import pytest
 
+from tests.helpers import run_gpubench
 
-def run_cli(*args: str, cwd=None, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([GPUBENCH, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd or REPO, env=cpu_env())
+pytestmark = pytest.mark.slow
 
 
 def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
-    proc = run_cli("run", "mnist-ddp", "--gpus", "1,2", "--results", str(results),
-                   "--", "--steps", "3", "--warmup", "1", "--data", "synthetic")
+    proc = run_gpubench("run", "mnist-ddp", "--gpus", "1,2", "--results", str(results),
+                        "--", "--steps", "3", "--warmup", "1", "--data", "synthetic", timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # the output is streamed with the GPU count in front, and ends with the table
     assert "[1 gpu] mnist-ddp: world 1" in proc.stdout
@@ -40,7 +37,7 @@ def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):
         assert "--nproc_per_node=%d" % r["gpu_count"] in r["launch_command"]
         assert r["torch_version"].startswith("2.")
 
-    report = run_cli("report", "--results", str(results), "--format", "json")
+    report = run_gpubench("report", "--results", str(results), "--format", "json", timeout=240)
     assert report.returncode == 0, report.stderr
     rows = json.loads(report.stdout)
     assert [row["gpu_count"] for row in rows] == [1, 2]
@@ -52,21 +49,10 @@ def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):
 def test_failed_run_is_recorded_and_exit_is_nonzero(tmp_path):
     results = tmp_path / "r"
     results.mkdir()
-    proc = run_cli("run", "mnist-ddp", "--gpus", "1", "--results", str(results),
-                   "--", "--steps", "2", "--no-such-flag")
+    proc = run_gpubench("run", "mnist-ddp", "--gpus", "1", "--results", str(results),
+                        "--", "--steps", "2", "--no-such-flag", timeout=240)
     assert proc.returncode == 1
     record = json.loads(next(results.glob("*.jsonl")).read_text())
     assert record["status"] == "failed"
     assert "unrecognized arguments: --no-such-flag" in record["error"]
     assert "[1 gpu] failed: mnist_ddp.py: error: unrecognized arguments" in proc.stdout
-
-
-def test_workload_runs_without_torchrun_as_a_world_of_one(tmp_path):
-    record_file = tmp_path / "rec.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "workloads" / "mnist_ddp.py"), "--steps", "2", "--warmup", "0",
-         "--record-file", str(record_file)],
-        capture_output=True, text=True, timeout=120, env=cpu_env(OMP_NUM_THREADS="1"))
-    assert proc.returncode == 0, proc.stderr
-    record = json.loads(record_file.read_text())
-    assert record["world_size"] == 1 and record["steps"] == 2 and record["epoch_samples"] == 60000

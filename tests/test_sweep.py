@@ -1,15 +1,70 @@
-"""Which points a sweep skips as already recorded: same workload, provider,
-instance type, GPU, workload arguments and point, with an ok record."""
+"""The sweep's plan: the points --gpus and the defaults give, the ones a machine cannot
+hold and why, the point a record was made at; and which points a sweep skips as
+already recorded: same workload, provider, instance type, GPU, workload arguments
+and point, with an ok record."""
 
 from pathlib import Path
 
+import pytest
+
+from gpubench.errors import UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.results import ResultsStore
-from gpubench.suite import WorkloadRef
-from gpubench.sweep import SweepPlan, on_one_node, sweep
+from gpubench.suite import WorkloadRef, resolve
+from gpubench.sweep import (SweepPlan, default_points, grid, misfit, on_one_node, parse_counts,
+                            point_of, sweep)
 
+P = SweepPoint
+H100x4 = Machine("lambda", "gpu_4x_h100", "H100", 4, 8.0)
 MACHINE = Machine("ssh", "box: 4x H100", "H100", 4, 8.0, "cuda")
 
+
+def test_default_points_on_one_machine_are_the_old_counts():
+    cpu = Machine("local", "cpu", "cpu", 0, 0.0, "cpu")
+    assert default_points(cpu) == [P(1, 1), P(1, 2)]
+    assert default_points(Machine("x", "t", "H100", 8, 1.0)) == on_one_node([1, 2, 4, 8])
+    assert default_points(Machine("x", "t", "H100", 6, 1.0)) == on_one_node([1, 2, 4])
+
+
+def test_default_points_across_nodes_cover_every_node_and_per_node_count():
+    two = Machine("x", "t", "H100", 2, 1.0, max_nodes=2)
+    assert default_points(two) == [P(1, 1), P(1, 2), P(2, 1), P(2, 2)]
+    five = Machine("x", "t", "H100", 1, 1.0, max_nodes=5)
+    assert [p.nodes for p in default_points(five)] == [1, 2, 4]
+
+
+def test_gpus_flag_is_counts_on_one_node():
+    assert parse_counts("1, 2,2,4") == [1, 2, 4]
+    assert on_one_node(parse_counts("1,2,4")) == [P(1, 1), P(1, 2), P(1, 4)]
+    assert grid([1, 2], [1, 2]) == [P(1, 1), P(1, 2), P(2, 1), P(2, 2)]
+    with pytest.raises(UsageError, match="not a whole number"):
+        parse_counts("1,x")
+
+
+def test_a_plan_holds_points_not_counts():
+    with pytest.raises(TypeError, match="on_one_node"):
+        SweepPlan(resolve("mnist-ddp"), [1, 2])
+
+
+def test_points_that_do_not_fit_say_why():
+    assert misfit(P(1, 4), H100x4) is None
+    assert misfit(P(1, 8), H100x4) == "skipping 8 GPUs: gpu_4x_h100 has 4"
+    assert misfit(P(2, 1), H100x4) == "skipping 2 nodes x 1 gpu: gpu_4x_h100 spans at most 1 node"
+    pair = Machine("x", "pair", "H100", 4, 8.0, max_nodes=2)
+    assert misfit(P(2, 4), pair) is None
+    assert misfit(P(2, 8), pair) == "skipping 2 nodes x 8 gpus: pair has 4 per node"
+    assert misfit(P(4, 1), pair) == "skipping 4 nodes x 1 gpu: pair spans at most 2 nodes"
+    assert misfit(P(1, 64), Machine("local", "cpu", "cpu", 0, 0.0, "cpu")) is None
+
+
+def test_the_point_of_a_record():
+    assert point_of({"gpu_count": 4}) == P(1, 4)  # from before nodes were recorded
+    assert point_of({"gpu_count": 4, "nodes": 2}) == P(2, 2)
+    assert point_of({"gpu_count": 3, "nodes": 2}) is None
+    assert point_of({"gpu_count": None, "nodes": 1}) is None
+
+
+# -- resuming: what is already recorded is skipped -------------------------------
 
 class FakeLauncher(Launcher):
     def __init__(self, machine: Machine = MACHINE, fail_at: int = 0) -> None:

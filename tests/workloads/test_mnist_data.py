@@ -1,4 +1,4 @@
-"""The IDX loader on small generated files."""
+"""The IDX loader on small generated files, and the MNIST workload reading them."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import hashlib
 import struct
 import sys
 
+import mnist_data
 import pytest
 import torch
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
-sys.path.insert(0, str(REPO / "workloads"))
-import mnist_data  # noqa: E402
+pytestmark = pytest.mark.slow
 
 
 def write_idx(path, array: torch.Tensor, type_code: int, gz: bool = True) -> str:
