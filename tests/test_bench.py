@@ -6,15 +6,14 @@ import getpass
 
 import pytest
 
-mock = pytest.importorskip("gpubench.mock")
-
-from gpubench import bench as bench_mod  # noqa: E402
-from gpubench.errors import GpubenchError  # noqa: E402
-from gpubench.lifecycle.ledger import Ledger  # noqa: E402
-from gpubench.providers.common import ProviderError, provider_name  # noqa: E402
-from gpubench.results import ResultsStore  # noqa: E402
-from tests.lifecycle.helpers import Cloud  # noqa: E402
-from tests.remote.helpers import tiny_script  # noqa: E402
+import gpubench.mock as mock
+from gpubench import bench as bench_mod
+from gpubench.errors import GpubenchError
+from gpubench.lifecycle.ledger import Ledger
+from gpubench.providers.common import ProviderError, provider_name
+from gpubench.results import ResultsStore
+from tests.lifecycle.helpers import Cloud
+from tests.remote.helpers import tiny_script
 
 
 @pytest.fixture

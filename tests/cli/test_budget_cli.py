@@ -10,16 +10,14 @@ import time
 
 import pytest
 
-mock = pytest.importorskip("gpubench.mock")
-
-from gpubench import paths  # noqa: E402
-from gpubench.bench import BenchRequest, plan_bench  # noqa: E402
-from gpubench.cli import main  # noqa: E402
-from gpubench.lifecycle import budget  # noqa: E402
-from gpubench.lifecycle.ledger import Ledger  # noqa: E402
-from gpubench.providers import registry  # noqa: E402
-from gpubench.results import ResultsStore  # noqa: E402
-from gpubench.suite import resolve_list  # noqa: E402
+import gpubench.mock as mock
+from gpubench import paths
+from gpubench.bench import BenchRequest, plan_bench
+from gpubench.lifecycle import budget
+from gpubench.lifecycle.ledger import Ledger
+from gpubench.providers import registry
+from gpubench.results import ResultsStore
+from gpubench.suite import resolve_list
 
 
 @pytest.fixture
@@ -34,15 +32,6 @@ def cloud(tmp_path, monkeypatch):
     c.stop()
 
 
-def gb(capsys, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _nothing_rented() -> bool:
@@ -55,17 +44,17 @@ def _config(text: str) -> None:
     path.write_text(text)
 
 
-def test_a_plan_over_budget_is_refused_before_anything_is_rented(cloud, capsys, tmp_path):
-    code, out, err = gb(capsys, "bench", "vast", "--gpus", "1", "--workload", "mnist-ddp",
+def test_a_plan_over_budget_is_refused_before_anything_is_rented(cloud, cli, tmp_path):
+    code, out, err = cli("bench", "vast", "--gpus", "1", "--workload", "mnist-ddp",
                         "--budget", "0.0001", "--yes", "--results", str(tmp_path))
     assert code == 2 and err.count("\n") == 1
     assert "expected to cost about $" in err and "more than the budget of $0.0001" in err
     assert _nothing_rented()
 
 
-def test_the_budget_in_config_is_the_default_and_the_flag_wins(cloud, capsys, tmp_path):
+def test_the_budget_in_config_is_the_default_and_the_flag_wins(cloud, cli, tmp_path):
     _config("[defaults]\nbudget = 0.0001\n")
-    code, out, err = gb(capsys, "bench", "runpod", "--gpus", "1", "--workload", "mnist-ddp",
+    code, out, err = cli("bench", "runpod", "--gpus", "1", "--workload", "mnist-ddp",
                         "--yes", "--results", str(tmp_path))
     assert code == 2 and "more than the budget of $0.0001" in err and _nothing_rented()
     req = BenchRequest("runpod", 1, resolve_list("mnist-ddp", None), budget=100.0)
@@ -82,10 +71,10 @@ def test_the_budget_in_config_is_the_default_and_the_flag_wins(cloud, capsys, tm
     ("", ["--budget", "-3"], 2, "--budget must be a positive number of dollars"),
     ("", ["--max-hours", "0"], 2, "--max-hours must be positive"),
 ])
-def test_a_bad_budget_or_deadline_is_one_line(cloud, capsys, tmp_path, text, args, code, words):
+def test_a_bad_budget_or_deadline_is_one_line(cloud, cli, tmp_path, text, args, code, words):
     path = paths.config_dir(create=True) / "config.toml"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    got, out, err = gb(capsys, "bench", "lambda", "--gpus", "1", "--workload", "mnist-ddp", "--yes",
+    got, out, err = cli("bench", "lambda", "--gpus", "1", "--workload", "mnist-ddp", "--yes",
                        "--results", str(tmp_path), *args)
     assert (got, err.count("\n")) == (code, 1) and words in err and "Traceback" not in err
     assert _nothing_rented()
@@ -104,14 +93,14 @@ class _Hours:
 
 
 @pytest.mark.slow
-def test_the_bench_stops_before_a_run_that_would_pass_the_budget(cloud, capsys, tmp_path, monkeypatch):
+def test_the_bench_stops_before_a_run_that_would_pass_the_budget(cloud, cli, tmp_path, monkeypatch):
     from tests.remote.helpers import tiny_script
 
     monkeypatch.setattr(budget, "time", _Hours())
     results = tmp_path / "results"
     results.mkdir()
     script = tiny_script(tmp_path)
-    code, out, err = gb(capsys, "bench", "vast", "--gpus", "2", "--workload", str(script),
+    code, out, err = cli("bench", "vast", "--gpus", "2", "--workload", str(script),
                         "--counts", "1,2", "--name", "b", "--budget", "0.5", "--yes",
                         "--results", str(results))
     assert code == 1, err
@@ -124,8 +113,8 @@ def test_the_bench_stops_before_a_run_that_would_pass_the_budget(cloud, capsys, 
     entry = Ledger().find("b")
     assert entry.termination_confirmed and entry.watchdog == "self-removal" and entry.deadline_at
 
-    code, out, err = gb(capsys, "ls", "--all")
+    code, out, err = cli("ls", "--all")
     assert code == 0 and "spent so far: $" in out and "in all (1 machine" in out
-    code, out, err = gb(capsys, "ls", "--all", "--format", "json")
+    code, out, err = cli("ls", "--all", "--format", "json")
     (row,) = json.loads(out)
     assert row["cost"] > 0 and row["deadline_at"] == entry.deadline_at and row["watchdog"] == "self-removal"

@@ -10,10 +10,9 @@ import time
 
 import pytest
 
-mock = pytest.importorskip("gpubench.mock")
-
-from gpubench.lifecycle.ledger import Ledger  # noqa: E402
-from tests.helpers import run_gpubench, start_gpubench  # noqa: E402
+import gpubench.mock as mock
+from gpubench.lifecycle.ledger import Ledger
+from tests.helpers import run_gpubench, start_gpubench
 
 PROVIDERS = ["lambda", "vast", "runpod"]
 

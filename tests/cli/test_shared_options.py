@@ -11,22 +11,8 @@ import typing
 import pytest
 import typer
 
-from gpubench.cli import app, main, options
+from gpubench.cli import app, options
 from gpubench.providers import registry
-
-
-@pytest.fixture
-def cli(capsys):
-    """cli('ls', '--help') -> (exit code, stdout, stderr), in-process."""
-    def run(*args: str) -> tuple[int, str, str]:
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-    return run
 
 
 # Which commands take each shared option. A new alias, or a command that starts

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.cli import main
 from gpubench.launch.base import SweepPoint as P
 from gpubench.launch.factory import LaunchOptions, open_launcher
 from gpubench.launch.slurm import SlurmOptions, states
@@ -32,21 +31,10 @@ PY = sys.executable
 JOBCOMP = states.FROM_JOBCOMP
 
 
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    """cli(*argv) -> (exit code, stdout, stderr) of gpubench run in-process, its
-    tables wide enough to read every heading on one line."""
+@pytest.fixture(autouse=True)
+def wide_tables(monkeypatch):
+    """Tables wide enough to read every heading on one line."""
     monkeypatch.setenv("COLUMNS", "300")
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-    return run
 
 
 def slurm_args(tmp_path: Path, *more: str) -> list[str]:

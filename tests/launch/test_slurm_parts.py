@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.cli import main
 from gpubench.launch.base import Machine
 from gpubench.launch.base import SweepPoint as P
 from gpubench.launch.slurm import script, states
@@ -344,11 +343,9 @@ def test_gpu_hours_and_the_queue_show_where_slurm_recorded_them_and_never_a_fake
     (["--on", "slurm", "--nodes", "1,x"], "error: --nodes: 'x' is not a whole number"),
     (["--on", "slurm:a b"], "error: --on slurm:a b: not [user@]LOGIN[:port]"),
 ])
-def test_the_run_command_refuses_slurm_options_that_cannot_work(capsys, tmp_path, argv, message):
-    with pytest.raises(SystemExit) as e:
-        main(["run", "mnist-ddp", "--results", str(tmp_path), *argv])
-    captured = capsys.readouterr()
-    assert e.value.code == 2 and captured.err.startswith(message) and captured.err.count("\n") == 1
+def test_the_run_command_refuses_slurm_options_that_cannot_work(cli, tmp_path, argv, message):
+    code, _, err = cli("run", "mnist-ddp", "--results", str(tmp_path), *argv)
+    assert code == 2 and err.startswith(message) and err.count("\n") == 1
     assert list(Path(tmp_path).iterdir()) == []
 
 

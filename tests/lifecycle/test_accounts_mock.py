@@ -14,14 +14,15 @@ import time
 
 import pytest
 
-mock = pytest.importorskip("gpubench.mock")
+import gpubench.mock as mock
+from gpubench import paths
+from gpubench.lifecycle.ledger import Ledger
+from gpubench.lifecycle.status import LedgerStatus
+from gpubench.providers import registry
+from gpubench.providers.common import NAME_PREFIX, Account, TransportError, key_fingerprint
 
-from gpubench import paths  # noqa: E402
-from gpubench.cli import main  # noqa: E402
-from gpubench.lifecycle.ledger import Ledger  # noqa: E402
-from gpubench.lifecycle.status import LedgerStatus  # noqa: E402
-from gpubench.providers import registry  # noqa: E402
-from gpubench.providers.common import NAME_PREFIX, Account, TransportError, key_fingerprint  # noqa: E402
+# Provisioned machines answer SSH: each starts an sshd.
+pytestmark = pytest.mark.slow
 
 PROVIDERS = ["lambda", "vast", "runpod"]
 
@@ -48,16 +49,6 @@ def two_clouds(tmp_path):
     first.stop()
 
 
-def gb(capsys, *args: str) -> tuple[int, str, str]:
-    """Run the CLI in-process: (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def gb_ssh(name: str, *command: str) -> subprocess.CompletedProcess:
@@ -69,11 +60,11 @@ def _alive(provider: str) -> list[str]:
     return [i.name for i in registry.get(provider).list() if i.name.startswith(NAME_PREFIX)]
 
 
-def test_a_list_from_another_endpoint_writes_off_nothing(two_clouds, capsys, monkeypatch):
+def test_a_list_from_another_endpoint_writes_off_nothing(two_clouds, cli, monkeypatch):
     first, second = two_clouds
     _point_at(first, monkeypatch)
     for provider in PROVIDERS:
-        code, out, err = gb(capsys, "provision", provider, "--gpus", "1", "--name", f"w-{provider}", "--yes")
+        code, out, err = cli("provision", provider, "--gpus", "1", "--name", f"w-{provider}", "--yes")
         assert code == 0, err
         row = Ledger().find(f"w-{provider}")
         assert row.account == Account(provider, first.base_url, key_fingerprint(first.env()[
@@ -81,7 +72,7 @@ def test_a_list_from_another_endpoint_writes_off_nothing(two_clouds, capsys, mon
         assert row.account_id == ("424242" if provider == "vast" else None)   # only Vast names it
 
     _point_at(second, monkeypatch)        # the same variables, another endpoint: another account
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     assert code == 0, err
     rows = {r["name"]: r for r in json.loads(out)}
     assert sorted(rows) == [f"w-{p}" for p in sorted(PROVIDERS)]
@@ -89,32 +80,32 @@ def test_a_list_from_another_endpoint_writes_off_nothing(two_clouds, capsys, mon
         assert row["status"] == "ready" and row["note"].startswith("launched with another API key")
         assert first.base_url in row["note"]
     assert [e.status for e in Ledger().entries(include_done=True)] == [LedgerStatus.READY] * 3
-    code, out, err = gb(capsys, "down", "w-vast", "--yes")
+    code, out, err = cli("down", "w-vast", "--yes")
     assert code == 1 and "another API key" in err and "NOT" not in out
     assert Ledger().find("w-vast").status is LedgerStatus.READY
 
     _point_at(first, monkeypatch)         # back on the account that launched them
     for provider in PROVIDERS:
         assert _alive(provider) == [f"gpubench-w-{provider}"]
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     assert all("another" not in r["note"] for r in json.loads(out))
     r = gb_ssh("w-vast", "echo", "hello-from-the-right-account")
     assert r.returncode == 0 and "hello-from-the-right-account" in r.stdout, r.stderr
-    code, out, err = gb(capsys, "down", "--all", "--yes")
+    code, out, err = cli("down", "--all", "--yes")
     assert code == 0, err
     assert all(e.termination_confirmed for e in Ledger().entries(include_done=True))
     for provider in PROVIDERS:
         assert _alive(provider) == []
 
 
-def test_a_machine_left_out_of_a_list_goes_missing_and_comes_back(cloud, capsys, monkeypatch):
+def test_a_machine_left_out_of_a_list_goes_missing_and_comes_back(cloud, cli, monkeypatch):
     from gpubench.providers import vast
 
-    code, out, err = gb(capsys, "provision", "vast", "--gpus", "1", "--name", "h", "--yes")
+    code, out, err = cli("provision", "vast", "--gpus", "1", "--name", "h", "--yes")
     assert code == 0, err
 
     cloud.set_faults("vast:hide-from-list@1")           # one list leaves it out; the lookup finds it
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     (row,) = json.loads(out)
     assert row["name"] == "h" and "found by id" in row["note"]
     assert Ledger().find("h").status is LedgerStatus.READY
@@ -125,30 +116,30 @@ def test_a_machine_left_out_of_a_list_goes_missing_and_comes_back(cloud, capsys,
     cloud.set_faults("vast:hide-from-list@1")           # left out, and the lookup gets no answer
     with monkeypatch.context() as m:
         m.setattr(vast.Vast, "get", no_answer)
-        code, out, err = gb(capsys, "ls", "--format", "json")
+        code, out, err = cli("ls", "--format", "json")
     (row,) = json.loads(out)
     assert row["status"] == "missing" and "not confirmed gone" in row["note"]
     assert Ledger().find("h").status is LedgerStatus.MISSING
     r = gb_ssh("h", "echo", "still-here")               # missing is not gone: ssh tries it
     assert r.returncode == 0 and "still-here" in r.stdout and "'h' is missing" in r.stderr
 
-    code, out, err = gb(capsys, "ls", "--format", "json")   # listed again
+    code, out, err = cli("ls", "--format", "json")   # listed again
     assert json.loads(out)[0]["note"] == "seen again by its provider"
     assert Ledger().find("h").status is LedgerStatus.READY
 
     cloud.set_faults("vast:hide-from-list@1")
     with monkeypatch.context() as m:
         m.setattr(vast.Vast, "get", no_answer)
-        gb(capsys, "ls")
+        cli("ls")
     assert Ledger().find("h").status is LedgerStatus.MISSING
-    code, out, err = gb(capsys, "down", "h", "--yes")   # the wrongly marked row is taken down
+    code, out, err = cli("down", "h", "--yes")   # the wrongly marked row is taken down
     assert code == 0, err
     assert "h: terminated" in out and _alive("vast") == []
     assert Ledger().find("h").termination_confirmed
 
 
-def test_a_row_an_older_gpubench_wrote_off_is_reached_and_taken_down(cloud, capsys):
-    code, out, err = gb(capsys, "provision", "lambda", "--gpus", "1", "--name", "old", "--yes")
+def test_a_row_an_older_gpubench_wrote_off_is_reached_and_taken_down(cloud, cli):
+    code, out, err = cli("provision", "lambda", "--gpus", "1", "--name", "old", "--yes")
     assert code == 0, err
     db = sqlite3.connect(paths.ledger_path())           # as an older gpubench left it
     db.execute("UPDATE instances SET status = 'terminated', terminated_confirmed_at = ?, "
@@ -160,14 +151,14 @@ def test_a_row_an_older_gpubench_wrote_off_is_reached_and_taken_down(cloud, caps
     r = gb_ssh("old", "echo", "not-gone")
     assert r.returncode == 0 and "not-gone" in r.stdout, r.stderr
     assert "without its provider's confirmation" in r.stderr
-    code, out, err = gb(capsys, "down", "old", "--yes")
+    code, out, err = cli("down", "old", "--yes")
     assert code == 0, err
     assert "old: terminated" in out and "still has" in err and _alive("lambda") == []
-    code, out, err = gb(capsys, "down", "old", "--yes")
+    code, out, err = cli("down", "old", "--yes")
     assert code == 0 and out.strip() == "old is already terminated"
 
 
-def test_a_launch_whose_answer_was_lost_is_settled_at_once(cloud, capsys, tmp_path):
+def test_a_launch_whose_answer_was_lost_is_settled_at_once(cloud, cli, tmp_path):
     from gpubench import bench as bench_mod
     from gpubench.results import ResultsStore
 
@@ -189,15 +180,15 @@ def test_a_launch_whose_answer_was_lost_is_settled_at_once(cloud, capsys, tmp_pa
     row = Ledger().find("lost")
     assert row.termination_confirmed and row.note.startswith("never created")
     assert any("lost terminated" in line for line in said)
-    code, out, err = gb(capsys, "provision", "runpod", "--gpus", "1", "--name", "lost", "--yes")
+    code, out, err = cli("provision", "runpod", "--gpus", "1", "--name", "lost", "--yes")
     assert code == 0, err                                  # the name is free again at once
-    assert gb(capsys, "down", "lost", "--yes")[0] == 0
+    assert cli("down", "lost", "--yes")[0] == 0
 
 
-def test_bench_takes_provisions_boot_and_ssh_deadlines(cloud, capsys, tmp_path):
+def test_bench_takes_provisions_boot_and_ssh_deadlines(cloud, cli, tmp_path):
     cloud.set_faults("runpod:never-boots")
     started = time.monotonic()
-    code, out, err = gb(capsys, "bench", "runpod", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
+    code, out, err = cli("bench", "runpod", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
                         "--name", "nb", "--boot-timeout", "0.5", "--ssh-timeout", "1", "--attempts", "1",
                         "--results", str(tmp_path))
     assert code == 1 and "not running after 0.5 s" in err and "1 launched" in err

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-mock = pytest.importorskip("gpubench.mock")
-
-from gpubench.mock.faults import FaultBoard, FaultSpecError, parse  # noqa: E402
-from gpubench.providers import registry  # noqa: E402
-from gpubench.providers.common import LaunchSpec  # noqa: E402
+import gpubench.mock as mock
+from gpubench.mock.faults import FaultBoard, FaultSpecError, parse
+from gpubench.providers import registry
+from gpubench.providers.common import LaunchSpec
 
 
 def test_hide_from_list_counts_list_answers():

@@ -11,17 +11,15 @@ import shlex
 
 import pytest
 
-mock = pytest.importorskip("gpubench.mock")
-
-from gpubench import paths  # noqa: E402
-from gpubench.cli import main  # noqa: E402
-from gpubench.launch import leases  # noqa: E402
-from gpubench.launch.ssh import LEASES  # noqa: E402
-from gpubench.lifecycle.ledger import Ledger  # noqa: E402
-from gpubench.lifecycle.status import LedgerStatus  # noqa: E402
-from gpubench.providers import registry  # noqa: E402
-from gpubench.providers.common import NAME_PREFIX  # noqa: E402
-from tests.mock.helpers import wait_for  # noqa: E402
+import gpubench.mock as mock
+from gpubench import paths
+from gpubench.launch import leases
+from gpubench.launch.ssh import LEASES
+from gpubench.lifecycle.ledger import Ledger
+from gpubench.lifecycle.status import LedgerStatus
+from gpubench.providers import registry
+from gpubench.providers.common import NAME_PREFIX
+from tests.mock.helpers import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -40,48 +38,39 @@ def cloud(tmp_path, monkeypatch):
     c.stop()
 
 
-def gb(capsys, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _listed(provider: str) -> list[tuple[str, str]]:
     return [(i.name, i.raw_status) for i in registry.get(provider).list() if i.name.startswith(NAME_PREFIX)]
 
 
-def _provision(capsys, provider: str, seconds: float) -> None:
-    code, out, err = gb(capsys, "provision", provider, "--gpus", "1", "--name", "w", "--yes",
+def _provision(cli, provider: str, seconds: float) -> None:
+    code, out, err = cli("provision", provider, "--gpus", "1", "--name", "w", "--yes",
                         "--max-hours", f"{seconds / SECONDS_PER_HOUR:.6f}")
     assert code == 0, err
     assert "stops itself" in err and "stops:" in out
 
 
 @pytest.mark.parametrize("provider", ["vast", "runpod"])
-def test_an_idle_machine_past_its_deadline_removes_itself(cloud, capsys, provider):
-    _provision(capsys, provider, 3.0)
+def test_an_idle_machine_past_its_deadline_removes_itself(cloud, cli, provider):
+    _provision(cli, provider, 3.0)
     assert Ledger().find("w").watchdog == "self-removal"
-    code, out, err = gb(capsys, "ls", "--format", "json")
+    code, out, err = cli("ls", "--format", "json")
     (row,) = json.loads(out)
     assert row["stops"].startswith("in ") and row["stops"].endswith("self-removal") and row["deadline_at"]
     wait_for(lambda: _listed(provider) == [], timeout=20)
-    code, out, err = gb(capsys, "ls")
+    code, out, err = cli("ls")
     assert code == 0 and out.strip() == "no instances"
     assert "w stopped itself at its deadline" in err
     entry = Ledger().find("w")
     assert entry.termination_confirmed and entry.note.startswith("stopped itself")
 
 
-def test_a_lambda_machine_halts_and_the_next_command_terminates_it(cloud, capsys):
-    _provision(capsys, "lambda", 3.0)
+def test_a_lambda_machine_halts_and_the_next_command_terminates_it(cloud, cli):
+    _provision(cli, "lambda", 3.0)
     assert Ledger().find("w").watchdog == "shutdown -h"
     wait_for(lambda: _listed("lambda") == [("gpubench-w", "unhealthy")], timeout=20)   # halted, still billed
-    code, out, err = gb(capsys, "ls", "--all", "--format", "json")
+    code, out, err = cli("ls", "--all", "--format", "json")
     assert code == 0, err
     assert "w passed its deadline" in err and "w: terminated (confirmed by lambda)" in err
     (row,) = json.loads(out)
@@ -89,11 +78,11 @@ def test_a_lambda_machine_halts_and_the_next_command_terminates_it(cloud, capsys
     assert _listed("lambda") == [] and Ledger().find("w").termination_confirmed
 
 
-def test_a_machine_is_left_while_a_sweep_holds_it(cloud, capsys):
+def test_a_machine_is_left_while_a_sweep_holds_it(cloud, cli):
     from gpubench.remote.connection import SshConnection
     from gpubench.remote.targets import host_from_entry
 
-    _provision(capsys, "vast", 4.0)
+    _provision(cli, "vast", 4.0)
     entry = Ledger().find("w")
     conn = SshConnection(host_from_entry(entry).target, paths.known_hosts_path())
     conn.open()
@@ -101,7 +90,7 @@ def test_a_machine_is_left_while_a_sweep_holds_it(cloud, capsys):
         conn.hold(f"python3 -c {shlex.quote(LEASES)} hold gpubench/leases sweep.1 gpubench/runs",
                   leases.HELD)
         wait_for(lambda: Ledger().find("w").past_deadline(), timeout=10)
-        code, out, err = gb(capsys, "ls", "--format", "json")
+        code, out, err = cli("ls", "--format", "json")
         assert "a gpubench run is active on it: left running" in err
         assert json.loads(out)[0]["status"] == "running"
         assert Ledger().find("w").status is LedgerStatus.READY

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from gpubench import paths
-from gpubench.cli import main
 from gpubench.providers import credentials, registry
 from gpubench.providers.credentials import ConfigError
 
@@ -68,10 +67,8 @@ def test_an_environment_key_with_a_space_is_refused(monkeypatch):
         _lambda_key()
 
 
-def test_a_command_says_it_in_one_line(capsys):
+def test_a_command_says_it_in_one_line(cli):
     path = _config('[lambda]\napi_key = "café"\n'.encode("latin-1"))
-    with pytest.raises(SystemExit) as e:
-        main(["offers", "lambda"])
-    err = capsys.readouterr().err
-    assert e.value.code != 0
+    code, _, err = cli("offers", "lambda")
+    assert code != 0
     assert "Traceback" not in err and str(path) in err and len(err.strip().splitlines()) == 1
