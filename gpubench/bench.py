@@ -9,6 +9,11 @@ the expected time plus a margin), for the caller to confirm. The machine stops
 itself at its deadline should gpubench die (lifecycle/watchdog.py); with a budget,
 no run starts that would take the spending past it, and a run's time limit is cut
 to what the budget has left.
+
+Before any benchmark time the machine passes the preflight gate
+(lifecycle/preflight.py) or is terminated and replaced by the next offer, within
+--attempts; the gate's findings (host id, driver, CUDA, torch, NCCL, GPU names and
+UUIDs, topology) go into every record of the bench.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ class BenchRequest:
     ssh_timeout: float = 300.0        # seconds for SSH to answer, as provision's --ssh-timeout
     max_hours: float | None = None    # the machine's deadline [default: expected time + margin]
     budget: float | None = None       # dollars [default: [defaults] budget in config.toml, else none]
+    preflight: bool = True            # check the host before the sweeps; replace one that fails
 
 
 @dataclass
@@ -153,7 +159,8 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
         fleet.settle_deadlines(ledger, say=echo)
         try:
             outcome = lifecycle_provision.provision(plan.provider, preq, plan.offers, ledger,
-                                                    lambda phase, detail: echo(f"{phase}: {detail}"))
+                                                    lambda phase, detail: echo(f"{phase}: {detail}"),
+                                                    gate=_gate(req))
             result.instance_id = outcome.entry.instance_id
             echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
                  f"{outcome.entry.instance_id})")
@@ -162,6 +169,8 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
                 from gpubench.lifecycle.budget import Spending
 
                 spending = Spending(ledger, outcome.entry.row_id, plan.budget)
+            if outcome.gate is not None:
+                store = _WithHostFacts(store, outcome.gate.record_fields())
             _sweeps(req, outcome.entry, store, echo, result, spending)
         except BaseException as first:
             try:
@@ -199,6 +208,34 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
                 result.budget_stop = str(e)
                 echo(f"{e}; tearing down")
                 return
+
+
+def _gate(req: BenchRequest):
+    """The preflight gate for provisioning, run with the bench's remote python; None
+    when --no-preflight."""
+    if not req.preflight:
+        return None
+    from gpubench.lifecycle.preflight import check_entry
+
+    return lambda entry, offer: check_entry(entry, offer, req.remote_python)
+
+
+class _WithHostFacts:
+    """The results store, adding the preflight's findings to every record appended
+    (where the workload wrote none of its own)."""
+
+    def __init__(self, store: ResultsStore, fields: dict) -> None:
+        self._store = store
+        self._fields = fields
+
+    def append(self, run_id: str, record: dict):
+        for key, value in self._fields.items():
+            if record.get(key) is None:
+                record[key] = value
+        return self._store.append(run_id, record)
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
 
 
 class _Budgeted:

@@ -8,8 +8,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from gpubench.cli.options import (ForceOpt, GpuCountsOpt, RemotePythonOpt, ResultsOpt,
-                                  RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
+from gpubench.cli.options import (ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt, RemotePythonOpt,
+                                  ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
 from gpubench.cli.render import out
 from gpubench.errors import UsageError
 
@@ -80,6 +80,8 @@ def run(
         "queue before it is cancelled.")] = 3600.0,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the sbatch scripts; submit nothing.")] = False,
+    preflight: PreflightOpt = False,
+    yes: ProceedOpt = False,
 ) -> None:
     """Run WORKLOAD at each GPU count (on Slurm: at each node count, one sbatch job
     each) and print the speedup/cost table."""
@@ -104,6 +106,8 @@ def run(
     if on_slurm and price is not None:
         raise UsageError("--price is a machine's $/h; on Slurm give --price-per-gpu-hour")
     ref = suite.resolve(workload, workdir)
+    if preflight:
+        _preflight(on, remote_python, yes)
     points = on_one_node(parse_counts(gpus)) if gpus is not None else None
     node_counts = _counts("--nodes", nodes)
     per_node = _counts("--gpus-per-node", gpus_per_node)
@@ -143,6 +147,26 @@ def run(
     out(render_report(store.load().records, "table", workload=ref.name))
     if not result.all_ok:
         raise typer.Exit(1)
+
+
+def _preflight(on: str | None, remote_python: str, yes: bool) -> None:
+    """Check the --on machine; one that fails is used only if the user says so."""
+    from gpubench.cli.confirm import confirm_or_stop
+    from gpubench.cli.render import err
+    from gpubench.lifecycle.preflight import check_named
+    from gpubench.remote.target import looks_like_spec
+
+    if on is None or on == "slurm" or on.startswith("slurm:") or looks_like_spec(on):
+        raise UsageError("--preflight checks a machine gpubench rented: give its name with --on "
+                         "(see 'gpubench ls')")
+    report = check_named(on, remote_python)
+    if report.passed:
+        out(f"{on}: {report.summary()}")
+        return
+    err(f"warning: {on}: {report.failure_line()}")
+    confirm_or_stop(f"{on} failed the preflight check; run on it anyway?",
+                    f"not run: {on} failed the preflight check (pass --yes to run on it anyway)",
+                    said_on_no="not run", yes=yes)
 
 
 def _counts(flag: str, text: str | None) -> list[int] | None:
