@@ -106,8 +106,6 @@ def run(
     if on_slurm and price is not None:
         raise UsageError("--price is a machine's $/h; on Slurm give --price-per-gpu-hour")
     ref = suite.resolve(workload, workdir)
-    if preflight:
-        _preflight(on, remote_python, yes)
     points = on_one_node(parse_counts(gpus)) if gpus is not None else None
     node_counts = _counts("--nodes", nodes)
     per_node = _counts("--gpus-per-node", gpus_per_node)
@@ -124,6 +122,8 @@ def run(
             keep_dir=store.directory / "slurm" if store else None)
     options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
                             connect_wait=connect_wait, echo=out, scheme_options=scheme_options)
+    if preflight:
+        _preflight(on, remote_python, yes)
     with open_launcher(on, options) as launcher:
         if on_slurm:
             from gpubench.launch.slurm.plan import dry_run_text, node_points

@@ -6,7 +6,8 @@ Standard library only; run as `python nvidia_smi.py CONFIG.json ARGS...` by the
 wrapper sshhost.py writes. CONFIG holds the GPU name as nvidia-smi spells it, the
 count, their memory, and `bad`: the preflight check this instance fails (the mock's
 bad-host fault), which shows here as a real card would show it. Figures only a real
-GPU has (utilisation, power, temperature) answer [N/A]: a CPU stands in for the GPUs.
+GPU has (utilisation, power, temperature) answer [N/A], and a sampling loop (-l, -lms)
+is refused: a CPU stands in for the GPUs.
 """
 
 import json
@@ -56,6 +57,11 @@ def option(args, name):
 
 
 def query(cfg, args):
+    if option(args, "-lms") is not None or option(args, "-l") is not None:
+        # a sampling loop: there is no GPU to sample, and a record must not say there was
+        print("nvidia-smi (gpubench mock): no GPU to sample: a CPU stands in for the GPUs",
+              file=sys.stderr)
+        return 6
     rows, _ = gpu_rows(cfg)
     fields = [f.strip() for f in option(args, "--query-gpu").split(",") if f.strip()]
     for f in fields:
