@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -153,6 +154,7 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
          f"{say_hours(plan.max_hours)} unless a gpubench run is active on it"
          + (f"; budget {_money(plan.budget)}" if plan.budget is not None else ""))
     result = BenchResult(name=name)
+    started = time.time()
     own_ledger = ledger is None
     ledger = ledger or Ledger()
     try:
@@ -174,12 +176,12 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
             _sweeps(req, outcome.entry, store, echo, result, spending)
         except BaseException as first:
             try:
-                _teardown(req, name, ledger, plan.provider, echo, result)
+                _teardown(req, name, ledger, plan.provider, echo, result, started)
             except Exception as second:
                 # Both matter: why the bench stopped, and that the machine may still bill.
                 raise TeardownError(f"{_one_line(first)}\nerror: {second}") from first
             raise
-        _teardown(req, name, ledger, plan.provider, echo, result)
+        _teardown(req, name, ledger, plan.provider, echo, result, started)
     finally:
         if own_ledger:
             ledger.close()
@@ -270,17 +272,33 @@ class _Budgeted:
         self.close()
 
 
-def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: BenchResult) -> None:
-    """Terminate the machine named `name`, if the ledger has it, unless --keep."""
+def _discarded_cost(ledger, name: str, since: float) -> float:
+    """What the machines of this bench that provisioning already threw away cost
+    (a host that failed the preflight check, one that never booted)."""
+    rows = [r for r in ledger.entries(include_done=True)
+            if r.name == name and (r.requested_at or 0) >= since and not r.active]
+    return sum(r.cost() or 0.0 for r in rows)
+
+
+def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: BenchResult,
+              since: float = 0.0) -> None:
+    """Terminate the machine named `name`, if the ledger has it, unless --keep. The
+    cost said is the whole bench's: thrown-away machines included."""
     from gpubench.lifecycle.sshconfig import sync_ssh_config
     from gpubench.lifecycle.terminate import take_down_entry
 
+    thrown_away = _discarded_cost(ledger, name, since)
     entry = ledger.find_active(name)
     if entry is None:
+        if any(r.name == name and (r.requested_at or 0) >= since and r.instance_id
+               for r in ledger.entries(include_done=True)):
+            result.cost, result.terminated = thrown_away, True
+            echo(f"{name} terminated; the whole bench cost {_money(thrown_away)}")
         return  # never launched: nothing to pay for
     if req.keep:
         result.kept = True
-        result.cost = entry.cost()
+        cost = entry.cost()
+        result.cost = None if cost is None else cost + thrown_away
         stops = (f"; it stops itself at {_clock(entry.deadline_at)} unless a gpubench run is "
                  f"active on it" if entry.deadline_at else "")
         echo(f"keeping {name} ({req.provider} {entry.instance_id}), {_money(result.cost)} so far; "
@@ -290,10 +308,10 @@ def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: Be
     with _ctrl_c_deferred(echo):
         down = take_down_entry(ledger, entry, prov, TERMINATE_DEADLINE_S, echo)
         sync_ssh_config(ledger)
-    result.cost = down.cost
+    result.cost = None if down.cost is None else down.cost + thrown_away
     result.terminated = down.gone
     if down.gone:
-        echo(f"{name} terminated; the whole bench cost {_money(down.cost)}")
+        echo(f"{name} terminated; the whole bench cost {_money(result.cost)}")
     else:
         raise TeardownError(f"{name} is NOT confirmed terminated ({down.message}); "
                             f"run 'gpubench down {name}' and check 'gpubench ls'")
@@ -338,6 +356,4 @@ def _money(dollars: float | None) -> str:
 
 
 def _clock(stamp: float) -> str:
-    import time
-
     return time.strftime("%H:%M", time.localtime(stamp))

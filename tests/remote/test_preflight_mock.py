@@ -99,6 +99,7 @@ def test_bench_replaces_a_bad_host_and_completes_on_the_next(cloud, tmp_path, ca
     assert [r.status for r in rows] == ["terminated", "terminated"]
     bad, good = sorted(rows, key=lambda r: r.row_id)
     assert bad.note.startswith("preflight failed: throttle") and bad.terminated_confirmed_at
+    assert "pb terminated; the whole bench cost $" in out   # the thrown-away host included
     [record] = ResultsStore(results).load().records
     assert record["status"] == "ok" and record["instance_id"] == good.instance_id
     assert record["preflight"].startswith("preflight passed")
