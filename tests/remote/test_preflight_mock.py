@@ -5,7 +5,6 @@ the next, and run --on --preflight asking before it uses a machine that fails.""
 from __future__ import annotations
 
 import getpass
-import json
 
 import pytest
 
