@@ -9,6 +9,11 @@ the expected time plus a margin), for the caller to confirm. The machine stops
 itself at its deadline should gpubench die (lifecycle/watchdog.py); with a budget,
 no run starts that would take the spending past it, and a run's time limit is cut
 to what the budget has left.
+
+Before any benchmark time the machine passes the preflight gate
+(lifecycle/preflight.py) or is terminated and replaced by the next offer, within
+--attempts; the gate's findings (host id, driver, CUDA, torch, NCCL, GPU names and
+UUIDs, topology) go into every record of the bench.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -53,6 +59,7 @@ class BenchRequest:
     ssh_timeout: float = 300.0        # seconds for SSH to answer, as provision's --ssh-timeout
     max_hours: float | None = None    # the machine's deadline [default: expected time + margin]
     budget: float | None = None       # dollars [default: [defaults] budget in config.toml, else none]
+    preflight: bool = True            # check the host before the sweeps; replace one that fails
 
 
 @dataclass
@@ -148,13 +155,15 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
          f"{say_hours(plan.max_hours)} unless a gpubench run is active on it"
          + (f"; budget {_money(plan.budget)}" if plan.budget is not None else ""))
     result = BenchResult(name=name)
+    started = time.time()
     own_ledger = ledger is None
     ledger = ledger or Ledger()
     try:
         fleet.settle_deadlines(ledger, say=echo)
         try:
             outcome = lifecycle_provision.provision(plan.provider, preq, plan.offers, ledger,
-                                                    lambda phase, detail: echo(f"{phase}: {detail}"))
+                                                    lambda phase, detail: echo(f"{phase}: {detail}"),
+                                                    gate=_gate(req))
             result.instance_id = outcome.entry.instance_id
             echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
                  f"{outcome.entry.instance_id})")
@@ -163,15 +172,17 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
                 from gpubench.lifecycle.budget import Spending
 
                 spending = Spending(ledger, outcome.entry.row_id, plan.budget)
+            if outcome.gate is not None:
+                store = _WithHostFacts(store, outcome.gate.record_fields())
             _sweeps(req, outcome.entry, store, echo, result, spending)
         except BaseException as first:
             try:
-                _teardown(req, name, ledger, plan.provider, echo, result)
+                _teardown(req, name, ledger, plan.provider, echo, result, started)
             except Exception as second:
                 # Both matter: why the bench stopped, and that the machine may still bill.
                 raise TeardownError(f"{_one_line(first)}\nerror: {second}") from first
             raise
-        _teardown(req, name, ledger, plan.provider, echo, result)
+        _teardown(req, name, ledger, plan.provider, echo, result, started)
     finally:
         if own_ledger:
             ledger.close()
@@ -200,6 +211,34 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
                 result.budget_stop = str(e)
                 echo(f"{e}; tearing down")
                 return
+
+
+def _gate(req: BenchRequest):
+    """The preflight gate for provisioning, run with the bench's remote python; None
+    when --no-preflight."""
+    if not req.preflight:
+        return None
+    from gpubench.lifecycle.preflight import check_entry
+
+    return lambda entry, offer: check_entry(entry, offer, req.remote_python)
+
+
+class _WithHostFacts:
+    """The results store, adding the preflight's findings to every record appended
+    (where the workload wrote none of its own)."""
+
+    def __init__(self, store: ResultsStore, fields: dict) -> None:
+        self._store = store
+        self._fields = fields
+
+    def append(self, run_id: str, record: dict):
+        for key, value in self._fields.items():
+            if record.get(key) is None:
+                record[key] = value
+        return self._store.append(run_id, record)
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
 
 
 class _Budgeted:
@@ -234,17 +273,33 @@ class _Budgeted:
         self.close()
 
 
-def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: BenchResult) -> None:
-    """Terminate the machine named `name`, if the ledger has it, unless --keep."""
+def _discarded_cost(ledger, name: str, since: float) -> float:
+    """What the machines of this bench that provisioning already threw away cost
+    (a host that failed the preflight check, one that never booted)."""
+    rows = [r for r in ledger.entries(include_done=True)
+            if r.name == name and (r.requested_at or 0) >= since and not r.active]
+    return sum(r.cost() or 0.0 for r in rows)
+
+
+def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: BenchResult,
+              since: float = 0.0) -> None:
+    """Terminate the machine named `name`, if the ledger has it, unless --keep. The
+    cost said is the whole bench's: thrown-away machines included."""
     from gpubench.lifecycle.sshconfig import sync_ssh_config
     from gpubench.lifecycle.terminate import take_down_entry
 
+    thrown_away = _discarded_cost(ledger, name, since)
     entry = ledger.find_active(name)
     if entry is None:
+        if any(r.name == name and (r.requested_at or 0) >= since and r.instance_id
+               for r in ledger.entries(include_done=True)):
+            result.cost, result.terminated = thrown_away, True
+            echo(f"{name} terminated; the whole bench cost {_money(thrown_away)}")
         return  # never launched: nothing to pay for
     if req.keep:
         result.kept = True
-        result.cost = entry.cost()
+        cost = entry.cost()
+        result.cost = None if cost is None else cost + thrown_away
         stops = (f"; it stops itself at {_clock(entry.deadline_at)} unless a gpubench run is "
                  f"active on it" if entry.deadline_at else "")
         echo(f"keeping {name} ({req.provider} {entry.instance_id}), {_money(result.cost)} so far; "
@@ -254,12 +309,12 @@ def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: Be
     with _ctrl_c_deferred(echo):
         down = take_down_entry(ledger, entry, prov, TERMINATE_DEADLINE_S, echo)
         sync_ssh_config(ledger)
-    result.cost = down.cost
+    result.cost = None if down.cost is None else down.cost + thrown_away
     result.billed = down.billed
     result.terminated = down.gone
     if down.gone:
         billed = f" ({req.provider} billed {_money(down.billed)})" if down.billed is not None else ""
-        echo(f"{name} terminated; the whole bench cost {_money(down.cost)}{billed}")
+        echo(f"{name} terminated; the whole bench cost {_money(result.cost)}{billed}")
     else:
         raise TeardownError(f"{name} is NOT confirmed terminated ({down.message}); "
                             f"run 'gpubench down {name}' and check 'gpubench ls'")
@@ -304,6 +359,4 @@ def _money(dollars: float | None) -> str:
 
 
 def _clock(stamp: float) -> str:
-    import time
-
     return time.strftime("%H:%M", time.localtime(stamp))

@@ -32,6 +32,8 @@ BOTH = "both"  # the workload; gpubench for a run that wrote none (a failure, a 
 REPORT = "report"  # the report, from the fields above; never stored in a record
 LAUNCHER = "launcher"  # the launcher that ran it, for what only it knows (a Slurm job's
 #                        id, end state and allocation); absent from other launchers' records
+HOST_CHECK = "host check"  # gpubench's preflight check of a rented machine, in every record of
+#                            a bench on it; absent where no check ran
 
 # How the report reads a field out of records (the type of its column).
 LABEL = "label"  # text with few distinct values (names, ids): kept as category codes
@@ -193,10 +195,11 @@ FIELDS: tuple[Field, ...] = (
     F("gpu_power_w_mean", float, "W", "GPU power draw, mean", BOTH),
     F("gpu_power_w_peak", float, "W", "GPU power draw, highest sample", BOTH),
     F("profile_dir", str, "", "where --profile wrote its TensorBoard traces", WORKLOAD),
-    F("torch_version", str, "", "torch.__version__ on the machine", WORKLOAD),
-    F("cuda_version", str, "", "the CUDA torch was built with; null for a CPU build", WORKLOAD),
+    F("torch_version", str, "", "torch.__version__ on the machine (a failed run: the preflight "
+      "check's)", BOTH),
+    F("cuda_version", str, "", "the CUDA torch was built with; null for a CPU build", BOTH),
     F("python_version", str, "", "the machine's Python", WORKLOAD),
-    F("driver_version", str, "", "the NVIDIA driver, from nvidia-smi", WORKLOAD),
+    F("driver_version", str, "", "the NVIDIA driver, from nvidia-smi", BOTH),
 
     # ---- the rest of gpubench's half
     F("device_name", str, "", "the device name the workload reported (gpu_name is the machine's)",
@@ -228,6 +231,21 @@ FIELDS: tuple[Field, ...] = (
     F("slurm_error_tail", list, "", "the last lines of the job's error file", LAUNCHER),
     F("allocation_cost", float, "$", "gpu_hours x --price-per-gpu-hour; null without a price",
       LAUNCHER),
+
+    # ---- the preflight check of the rented machine (gpubench/lifecycle/preflight.py)
+    F("host_id", str, "", "the provider's id for the physical machine (Vast.ai's machine_id); "
+      "null where the provider names none", HOST_CHECK),
+    F("instance_id", str, "", "the provider's id for the rented instance", HOST_CHECK),
+    F("gpu_names", list, "", "each GPU's name as nvidia-smi gives it", HOST_CHECK),
+    F("gpu_uuids", list, "", "each GPU's UUID, from nvidia-smi", HOST_CHECK),
+    F("gpu_topology", str, "", "nvidia-smi topo -m: how the GPUs are connected", HOST_CHECK),
+    F("driver_cuda_version", str, "", "the newest CUDA the driver supports (nvidia-smi's header)",
+      HOST_CHECK),
+    F("nccl_version", str, "", "the NCCL in the machine's torch", HOST_CHECK),
+    F("preflight", str, "", "the check's verdict in words: 'preflight passed N checks in S s'",
+      HOST_CHECK),
+    F("preflight_checks", dict, "", "each check's result: name -> 'ok: measured (floor: ...)'",
+      HOST_CHECK),
 )
 del F
 

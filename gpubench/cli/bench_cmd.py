@@ -8,7 +8,7 @@ import typer
 
 from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt,
-                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, ProviderArg,
+                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, NoPreflightOpt, ProviderArg,
                                   RemotePythonOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
                                   WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.render import err, out
@@ -39,6 +39,7 @@ def bench(
     ssh_timeout: SshTimeoutOpt = 300.0,
     max_hours: MaxHoursOpt = None,
     budget: BudgetOpt = None,
+    no_preflight: NoPreflightOpt = False,
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -52,7 +53,7 @@ def bench(
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
                        name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
-                       budget=budget)
+                       budget=budget, preflight=not no_preflight)
     plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
     confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench ({plan.describe()}; "
                     "terminated at the end unless --keep)?",

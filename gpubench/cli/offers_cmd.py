@@ -23,18 +23,24 @@ def offers(
     interruptible: Annotated[bool, typer.Option("--interruptible", help="Spot/bid offers only.")] = False,
     fmt: FormatOpt = "table",
 ) -> None:
-    """List GPU offers from every provider, cheapest first."""
+    """List GPU offers from every provider, cheapest first; offers whose host fails a
+    check on what the provider publishes (reliability, CUDA, PCIe, network, ports, RAM,
+    cores) are left out, each with why on stderr."""
+    from gpubench.offer_checks import left_out_line, split_offers
     from gpubench.offers import OfferQuery, gather, offer_row
 
     check_format(fmt, ("table", "csv", "json", "markdown"))
     query = OfferQuery(list(providers or []), gpus, gpu, max_price, interruptible).validate()
     found, warnings = gather(query)
+    found, left_out = split_offers(found)
     for line in warnings:
         err(line)
+    for offer, problems in left_out:
+        err(left_out_line(offer, problems))
     rows = [offer_row(o) for o in found]
     if rows or fmt != "table":
         out(render_rows(rows, COLUMNS, fmt))
-    elif not warnings:
+    elif not warnings and not left_out:
         err("no offers match")
     if warnings and not rows:
         raise typer.Exit(1)

@@ -68,6 +68,20 @@ BUDGET_HELP = ("Most dollars to spend: a plan expected to cost more is refused, 
 MaxHoursOpt = Annotated[Optional[float], typer.Option("--max-hours", help=MAX_HOURS_HELP)]
 BudgetOpt = Annotated[Optional[float], typer.Option("--budget", help=BUDGET_HELP)]
 
+# The preflight gate on the machine (nvidia-smi, a short load test): bench runs it unless
+# told not to; provision and run --on run it when asked.
+NO_PREFLIGHT_HELP = ("Skip the check of the machine that bench makes before any benchmark "
+                     "time (nvidia-smi: GPUs, ECC, throttling, PCIe link; driver, /dev/shm, disk; "
+                     "a short load test), which replaces a machine that fails it.")
+PREFLIGHT_HELP = ("Check the machine first (nvidia-smi: GPUs, ECC, throttling, PCIe link; "
+                  "driver, /dev/shm, disk; a short load test); provision replaces one that "
+                  "fails, within --attempts; run --on asks before using it.")
+NoPreflightOpt = Annotated[bool, typer.Option("--no-preflight", help=NO_PREFLIGHT_HELP)]
+PreflightOpt = Annotated[bool, typer.Option("--preflight", help=PREFLIGHT_HELP)]
+# run --on: use a machine that failed the preflight check without asking.
+PROCEED_HELP = "Use a machine that fails --preflight without asking."
+ProceedOpt = Annotated[bool, typer.Option("--yes", "-y", help=PROCEED_HELP)]
+
 # An instance gpubench already has (down, ssh); required where no default is given.
 INSTANCE_NAME_HELP = "Instance name (see 'gpubench ls')."
 InstanceNameArg = Annotated[Optional[str], typer.Argument(help=INSTANCE_NAME_HELP)]

@@ -9,8 +9,8 @@ import typer
 
 from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
-                                  MaxHoursOpt, MaxPriceOpt, NameOpt, ProviderArg, SshTimeoutOpt,
-                                  YesOpt)
+                                  MaxHoursOpt, MaxPriceOpt, NameOpt, PreflightOpt, ProviderArg,
+                                  SshTimeoutOpt, YesOpt)
 from gpubench.cli.render import err, format_dollars, out
 
 
@@ -32,6 +32,7 @@ def provision(
     boot_timeout: BootTimeoutOpt = 900.0,
     ssh_timeout: SshTimeoutOpt = 300.0,
     max_hours: MaxHoursOpt = None,
+    preflight: PreflightOpt = False,
 ) -> None:
     """Rent a machine with GPUS GPUs, wait until SSH answers, and print how to reach it."""
     from gpubench.lifecycle import fleet
@@ -64,7 +65,7 @@ def provision(
                     "not rented: pass --yes to rent without a terminal to confirm on",
                     said_on_no="nothing rented", yes=yes)
     with Ledger() as ledger, _Progress() as progress:
-        outcome = run(prov, req, offers, ledger, progress)
+        outcome = run(prov, req, offers, ledger, progress, gate=_gate() if preflight else None)
     e = outcome.entry
     out(f"ready in {outcome.seconds_to_ready:.1f} s: {e.name} ({provider} {e.instance_id}), "
         f"{e.gpu_count}x {e.gpu_name} at {format_dollars(e.price_per_hour)}/h")
@@ -74,6 +75,14 @@ def provision(
         out(f"  stops:  at {time.strftime('%H:%M', time.localtime(e.deadline_at))} "
             f"({e.watchdog or 'ledger only'})")
     out(f"  stop paying: gpubench down {e.name}")
+    if outcome.gate is not None:
+        out(f"  {outcome.gate.summary()}")
+
+
+def _gate():
+    from gpubench.lifecycle.preflight import check_entry
+
+    return check_entry
 
 
 class _Progress:

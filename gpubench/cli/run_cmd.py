@@ -8,8 +8,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from gpubench.cli.options import (ForceOpt, GpuCountsOpt, RemotePythonOpt, ResultsOpt,
-                                  RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
+from gpubench.cli.options import (ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt, RemotePythonOpt,
+                                  ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
 from gpubench.cli.render import out
 from gpubench.errors import UsageError
 
@@ -80,6 +80,8 @@ def run(
         "queue before it is cancelled.")] = 3600.0,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the sbatch scripts; submit nothing.")] = False,
+    preflight: PreflightOpt = False,
+    yes: ProceedOpt = False,
 ) -> None:
     """Run WORKLOAD at each GPU count (on Slurm: at each node count, one sbatch job
     each) and print the speedup/cost table."""
@@ -120,6 +122,8 @@ def run(
             keep_dir=store.directory / "slurm" if store else None)
     options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
                             connect_wait=connect_wait, echo=out, scheme_options=scheme_options)
+    if preflight:
+        _preflight(on, remote_python, yes)
     with open_launcher(on, options) as launcher:
         if on_slurm:
             from gpubench.launch.slurm.plan import dry_run_text, node_points
@@ -143,6 +147,26 @@ def run(
     out(render_report(store.load().records, "table", workload=ref.name))
     if not result.all_ok:
         raise typer.Exit(1)
+
+
+def _preflight(on: str | None, remote_python: str, yes: bool) -> None:
+    """Check the --on machine; one that fails is used only if the user says so."""
+    from gpubench.cli.confirm import confirm_or_stop
+    from gpubench.cli.render import err
+    from gpubench.lifecycle.preflight import check_named
+    from gpubench.remote.target import looks_like_spec
+
+    if on is None or on == "slurm" or on.startswith("slurm:") or looks_like_spec(on):
+        raise UsageError("--preflight checks a machine gpubench rented: give its name with --on "
+                         "(see 'gpubench ls')")
+    report = check_named(on, remote_python)
+    if report.passed:
+        out(f"{on}: {report.summary()}")
+        return
+    err(f"warning: {on}: {report.failure_line()}")
+    confirm_or_stop(f"{on} failed the preflight check; run on it anyway?",
+                    f"not run: {on} failed the preflight check (pass --yes to run on it anyway)",
+                    said_on_no="not run", yes=yes)
 
 
 def _counts(flag: str, text: str | None) -> list[int] | None:

@@ -4,7 +4,9 @@ answers, with the ledger written before every launch call.
 Phases, each with its own deadline: launch call answered (created), provider says
 running with an SSH address (running), an SSH login succeeds (ssh_ready). An
 instance that misses a deadline or fails is terminated (and that confirmed), and the
-next offer is tried, at most `attempts` launches in all.
+next offer is tried, at most `attempts` launches in all. With a preflight gate
+(preflight.py), a machine that fails it once SSH answers is replaced the same way.
+Offers whose published host figures fail offer_checks are never tried.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.lifecycle import accounts, watchdog
@@ -23,6 +25,7 @@ from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.lifecycle.status import LedgerStatus
 from gpubench.lifecycle.terminate import terminate_and_confirm
 from gpubench.lifecycle.waiting import Reminder, pause
+from gpubench.offer_checks import left_out_line, split_offers
 from gpubench.offers import matching_offers
 from gpubench.providers import registry
 from gpubench.providers.common import (Instance, InstanceState, LaunchSpec, NotFoundError, Offer,
@@ -32,6 +35,9 @@ DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
 # Launches refused for capacity cost nothing and do not count as attempts, but the walk
 # down the offer list stops here (RunPod has no server-side fallback: this is ours).
 MAX_CANDIDATES = 12
+if TYPE_CHECKING:
+    from gpubench.lifecycle.preflight import GateReport
+
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
 
 
@@ -121,7 +127,12 @@ def plan(provider: Provider, req: ProvisionRequest) -> list[Offer]:
     chosen = matching_offers(offers, req.gpus, req.gpu_type, req.max_price, req.region)
     if not chosen:
         raise NoOfferError(why_none(offers, req))
-    return chosen
+    kept, left_out = split_offers(chosen)
+    if not kept:
+        raise NoOfferError(f"every matching {req.provider} offer fails a check on its host: "
+                           + left_out_line(*left_out[0])
+                           + (f" (and {len(left_out) - 1} more)" if len(left_out) > 1 else ""))
+    return kept
 
 
 def connect_and_plan(req: ProvisionRequest, provider: Provider | None = None
@@ -138,6 +149,8 @@ def connect_and_plan(req: ProvisionRequest, provider: Provider | None = None
 # -- launching and waiting ---------------------------------------------------
 
 Progress = Callable[[str, str], None]    # (phase, detail)
+# The preflight gate: run on a machine once SSH answers; a failed report replaces it.
+Gate = Callable[[LedgerEntry, Offer], "GateReport"]
 
 
 def _quiet(phase: str, detail: str) -> None:
@@ -150,11 +163,13 @@ class Outcome:
     offer: Offer
     attempts: list[str]                  # one line per failed attempt
     seconds_to_ready: float
+    gate: "GateReport | None" = None     # the preflight report of the machine kept
 
 
 def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], ledger: Ledger,
-              progress: Progress = _quiet) -> Outcome:
-    """Launch offers in order until one answers SSH; returns the ready ledger entry."""
+              progress: Progress = _quiet, gate: Gate | None = None) -> Outcome:
+    """Launch offers in order until one answers SSH (and passes `gate`, when given);
+    returns the ready ledger entry."""
     started = time.monotonic()
     name = req.name or default_name(req.provider)
     keypair = ensure_keypair()
@@ -218,22 +233,32 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
         except Exception as e:
             # Anything else (an error the poll cannot ride out, a bug): the machine bills
             # until terminated, so terminate it before the error goes up.
-            progress("stopped", f"{e}; terminating {inst.instance_id}")
-            try:
-                gone = _discard_instance(provider, ledger, entry, req.deadlines.terminate_s,
-                                         f"{e}"[:200], progress)
-            except Exception:
-                gone = False      # the row stays live: unconfirmed, with why, once terminate was sent
-            if not gone:
-                progress("stopped", f"{inst.instance_id} is not confirmed terminated: run "
-                                    f"'gpubench ls', then 'gpubench down {name}'")
+            _discard_after(provider, ledger, entry, req.deadlines.terminate_s, e, progress)
             raise
         entry = ledger.mark(entry.row_id, LedgerStatus.READY, "ssh_ready_at")
         sync_ssh_config(ledger)
+        report = None
+        if gate is not None:
+            try:
+                report, why = _preflight(gate, entry, offer, progress)
+            except BaseException as e:
+                # Not the host's fault (a python the user named is missing, Ctrl-C, a bug),
+                # but the machine bills until terminated.
+                _discard_after(provider, ledger, entry, req.deadlines.terminate_s, e, progress)
+                raise
+            entry = ledger.update(entry.row_id, note=(why or report.summary())[:500])
+            if why:
+                failures.append(f"{inst.instance_id}: {why}")
+                progress("replace", f"{why}; terminating {inst.instance_id}")
+                if not _discard_instance(provider, ledger, entry, req.deadlines.terminate_s, why, progress):
+                    raise ProvisionError(f"{inst.instance_id} failed the preflight check and its "
+                                         f"terminate is not confirmed: run 'gpubench ls', then "
+                                         f"'gpubench down {name}'")
+                continue
         if entry.deadline_at is not None:
             entry = _start_watchdog(provider, ledger, entry, progress)
         progress("ready", f"ssh {entry.ssh_alias}")
-        return Outcome(entry, offer, failures, time.monotonic() - started)
+        return Outcome(entry, offer, failures, time.monotonic() - started, report)
     detail = "; ".join(failures[-3:]) or "no offer tried"
     raise ProvisionError(f"could not provision on {req.provider} ({launches} launched, "
                          f"{len(failures) - launches} refused): {detail}")
@@ -241,6 +266,25 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
 
 class _NotReady(Exception):
     pass
+
+
+def _preflight(gate: Gate, entry: LedgerEntry, offer: Offer,
+               progress: Progress) -> tuple["GateReport | None", str | None]:
+    """(the report, why the machine is not kept or None). A gate that cannot run at
+    all fails the machine too: a host that cannot be checked is not benchmarked."""
+    from gpubench.lifecycle.preflight import PreflightError
+
+    progress("preflight", f"checking {entry.name} (nvidia-smi, a short load test)")
+    try:
+        report = gate(entry, offer)
+    except PreflightError as e:
+        return None, f"preflight could not run: {e}"
+    for check in report.checks:
+        progress("preflight", ("ok      " if check.ok else "FAILED  ") + check.line())
+    if not report.passed:
+        return report, report.failure_line()
+    progress("preflight", report.summary())
+    return report, None
 
 
 def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progress: Progress) -> Instance:
@@ -311,6 +355,23 @@ def _start_watchdog(provider: Provider, ledger: Ledger, entry: LedgerEntry,
     progress("watchdog", f"{entry.name} stops itself ({how}) at {when} unless a gpubench run "
                          f"is active on it then")
     return ledger.update(entry.row_id, watchdog=how)
+
+
+def _discard_after(provider: Provider, ledger: Ledger, entry: LedgerEntry, deadline_s: float,
+                   error: BaseException, progress: Progress) -> None:
+    """Terminate the instance before `error` goes up; says so when that is not confirmed."""
+    if isinstance(error, KeyboardInterrupt):
+        progress("stopped", f"{entry.instance_id} is left running and in the ledger; "
+                            f"'gpubench down {entry.name}' removes it")
+        return
+    progress("stopped", f"{error}; terminating {entry.instance_id}")
+    try:
+        gone = _discard_instance(provider, ledger, entry, deadline_s, f"{error}"[:200], progress)
+    except Exception:
+        gone = False      # the row stays live: unconfirmed, with why, once terminate was sent
+    if not gone:
+        progress("stopped", f"{entry.instance_id} is not confirmed terminated: run "
+                            f"'gpubench ls', then 'gpubench down {entry.name}'")
 
 
 def _discard_instance(provider: Provider, ledger: Ledger, entry: LedgerEntry, deadline_s: float,

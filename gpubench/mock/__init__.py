@@ -29,6 +29,8 @@ one; an empty SPEC clears every fault.
                      `preempted`, Vast outbid (interruptible) or offline, RunPod ERROR
     terminate-lies   terminate answers success but the instance keeps running
     hide-from-list   instance lists leave out every instance (lookups by id still find them)
+    bad-host=CHECK   the next instance launched fails that preflight check: throttle, pcie-x4,
+                     ecc, small-shm, old-driver or slow-matmul (@N: the next N instances)
 
 ``@N`` (only for bad-key, 429, 500, 503, slow) limits the fault to the provider's next N
 requests, e.g. ``runpod:503@2`` fails twice and then works; for hide-from-list it counts

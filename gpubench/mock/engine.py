@@ -66,6 +66,9 @@ class Engine:
             never_boots=self.faults.active(provider, "never-boots") is not None,
             ssh_refuses=self.faults.active(provider, "ssh-refuses") is not None,
             extra=dict(extra or {}))
+        bad = self.faults.take_instance_fault(provider, "bad-host")
+        if bad is not None:
+            inst.extra["bad_host"] = bad.value    # the stand-in nvidia-smi reads it (sshhost.py)
         with self.lock:
             self.store.put(inst)
         return inst

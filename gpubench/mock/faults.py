@@ -27,13 +27,24 @@ FAULTS: dict[str, tuple[bool, float | None]] = {
     "dies": (True, 0.0),         # value: seconds an instance runs before it dies
     "terminate-lies": (False, None),
     "hide-from-list": (False, None),
+    "bad-host": (True, None),    # value: the check the next instance fails (BAD_HOST_CHECKS)
 }
+
+# bad-host=CHECK: the next instance launched fails that preflight check (one instance
+# unless @N gives how many). Its stand-in nvidia-smi says so, or (/dev/shm, the matrix
+# product, which the mock cannot make real) the preflight probe is told through the
+# instance's environment.
+BAD_HOST_CHECKS = ("throttle", "pcie-x4", "ecc", "small-shm", "old-driver", "slow-matmul")
+# Faults given by name rather than number.
+WORD_FAULTS = {"bad-host": BAD_HOST_CHECKS}
+# Faults that hold for the next N instances launched (one without @N).
+INSTANCE_FAULTS = ("bad-host",)
 
 # Faults that answer an HTTP request instead of the API (and so are the ones @N counts).
 REQUEST_FAULTS = ("bad-key", "429", "500", "503", "slow")
 # Faults whose @N counts list answers (not every request).
 LIST_FAULTS = ("hide-from-list",)
-COUNTED_FAULTS = REQUEST_FAULTS + LIST_FAULTS
+COUNTED_FAULTS = REQUEST_FAULTS + LIST_FAULTS + INSTANCE_FAULTS
 
 
 class FaultSpecError(UsageError):
@@ -44,7 +55,7 @@ class FaultSpecError(UsageError):
 class Fault:
     provider: str
     name: str
-    value: float | None = None
+    value: float | str | None = None
     remaining: int | None = None   # None: until replaced
 
 
@@ -80,6 +91,12 @@ def parse(spec: str) -> list[Fault]:
             raise FaultSpecError(f"bad fault {item!r}: unknown fault {name!r} "
                                  f"(known: {', '.join(FAULTS)})")
         takes_value, value = FAULTS[name]
+        if name in WORD_FAULTS:
+            value = val.strip().lower()
+            if value not in WORD_FAULTS[name]:
+                raise FaultSpecError(f"bad fault {item!r}: {name} takes one of "
+                                     f"{', '.join(WORD_FAULTS[name])}")
+            val = ""
         if val:
             if not takes_value:
                 raise FaultSpecError(f"bad fault {item!r}: {name} takes no value")
@@ -91,6 +108,8 @@ def parse(spec: str) -> list[Fault]:
                 raise FaultSpecError(f"bad fault {item!r}: value must not be negative")
         if remaining is not None and name not in COUNTED_FAULTS:
             raise FaultSpecError(f"bad fault {item!r}: @N applies only to {', '.join(COUNTED_FAULTS)}")
+        if name in INSTANCE_FAULTS and remaining is None:
+            remaining = 1
         faults.extend(Fault(p, name, value, remaining) for p in providers)
     return faults
 
@@ -134,6 +153,19 @@ class FaultBoard:
                     if f.remaining <= 0:
                         self._faults.remove(f)
         return taken
+
+    def take_instance_fault(self, provider: str, name: str) -> Fault | None:
+        """The fault if it holds for an instance launched now, counting that instance."""
+        with self._lock:
+            for f in list(self._faults):
+                if f.provider != provider or f.name != name:
+                    continue
+                if f.remaining is not None:
+                    f.remaining -= 1
+                    if f.remaining <= 0:
+                        self._faults.remove(f)
+                return Fault(f.provider, f.name, f.value, f.remaining)
+        return None
 
     def hides_list(self, provider: str) -> bool:
         """Whether this list answer leaves out every instance (hide-from-list); an @N

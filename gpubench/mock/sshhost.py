@@ -4,7 +4,9 @@ Each instance gets a directory under <state>/instances/<provider>-<id>/ with its
 sshd_config, authorized_keys and a home/ directory. sshd runs with a ForceCommand wrapper
 (session.sh) that sets HOME to that home/, cds there, and puts the bin directory of the Python
 running the mock first on PATH, so `python`, `torchrun` and `rsync` resolve as they would on a
-PyTorch image; workloads then run on the CPU with gloo.
+PyTorch image; workloads then run on the CPU with gloo. Before it on PATH come the machine's
+own stand-ins: `shutdown` and `sudo`, and an `nvidia-smi` that answers from the GPUs the
+instance advertises (nvidia_smi.py; the bad-host fault spoils one check of it).
 
 The SSH user is the OS user running the mock (root where the mock runs as root), whatever name
 the provider's API would suggest (Lambda's ubuntu): sshd can only log in users that exist.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import getpass
+import json
 import os
 import shlex
 import signal
@@ -36,6 +39,20 @@ SSHD = "/usr/sbin/sshd"
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 _PR_SET_PDEATHSIG = 1
 READY_TIMEOUT_S = 5.0
+NVIDIA_SMI = Path(__file__).with_name("nvidia_smi.py")
+
+
+def smi_name(gpu_name: str) -> tuple[str, int]:
+    """The name nvidia-smi gives a GPU the provider calls `gpu_name`, and its memory in GB."""
+    from gpubench.mock.catalog import GPUS
+    from gpubench.providers.gpus import normalize_gpu_name
+
+    wanted = normalize_gpu_name(gpu_name)
+    for g in GPUS:
+        spellings = (g.lambda_desc, g.vast_name, g.runpod_id, g.runpod_name)
+        if any(s and normalize_gpu_name(s) == wanted for s in spellings):
+            return (g.runpod_id or f"NVIDIA {g.runpod_name}"), g.memory_gb
+    return f"NVIDIA {wanted or gpu_name}", 80
 
 
 def free_port() -> int:
@@ -106,12 +123,15 @@ class InstanceHost:
         (sshd_dir / "authorized_keys").write_text("".join(k.strip() + "\n" for k in inst.authorized_keys))
         tag = self.process_tag(inst.provider, inst.id)
         bin_dir = self._halt_shims(inst)
-        machine_env = "".join(f"export {k}={shlex.quote(str(v))}\n"
-                              for k, v in sorted((inst.extra.get("machine_env") or {}).items()))
+        self._nvidia_smi(inst, bin_dir)
+        env = dict(inst.extra.get("machine_env") or {})
+        if inst.extra.get("bad_host"):
+            env["GPUBENCH_MOCK_BAD_HOST"] = inst.extra["bad_host"]   # read by the preflight probe
+        machine_env = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
         session = sshd_dir / "session.sh"
         session.write_text(f"""#!/bin/sh
 # ForceCommand of a mock {inst.provider} instance: its own HOME, the mock's Python first on PATH
-# (after the machine's own shutdown), the variables the provider gives its machines.
+# (after the machine's own shutdown and nvidia-smi), the variables the provider gives its machines.
 export HOME={shlex.quote(str(self.home(inst)))}
 export PATH={shlex.quote(str(bin_dir))}:{shlex.quote(self.python_bin)}:"$PATH"
 export GPUBENCH_MOCK_INSTANCE={shlex.quote(tag)}
@@ -174,6 +194,19 @@ LogLevel ERROR
             path.write_text(text)
             path.chmod(0o755)
         return bin_dir
+
+    def _nvidia_smi(self, inst: MockInstance, bin_dir: Path) -> None:
+        """A stand-in `nvidia-smi` first on the instance's PATH, answering from the GPUs
+        the instance advertises (and its bad-host fault): see nvidia_smi.py."""
+        name, memory_gb = smi_name(inst.gpu_name)
+        config = self.instance_dir(inst) / "nvidia-smi.json"
+        config.write_text(json.dumps({"name": name, "count": inst.gpu_count, "memory_mib":
+                                      memory_gb * 1024 - 361, "seed": self.process_tag(inst.provider, inst.id),
+                                      "bad": inst.extra.get("bad_host") or ""}))
+        tool = bin_dir / "nvidia-smi"
+        tool.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(NVIDIA_SMI))} "
+                        f"{shlex.quote(str(config))} \"$@\"\n")
+        tool.chmod(0o755)
 
     def start(self, inst: MockInstance) -> bool:
         """Start the instance's sshd and wait until it accepts connections.

@@ -44,6 +44,9 @@ USES = {
     "GoneTimeoutOpt": {"down"},
     "ResultsOpt": {"run", "bench", "report"},
     "FormatOpt": {"offers", "ls", "report"},
+    "NoPreflightOpt": {"bench"},
+    "PreflightOpt": {"provision", "run"},
+    "ProceedOpt": {"run"},
 }
 
 # Flags that two commands give different meanings and that stay with their one

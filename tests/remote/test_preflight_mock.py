@@ -1,0 +1,129 @@
+"""The preflight gate against the mock cloud: its machines' stand-in nvidia-smi, the
+bad-host fault failing one check each, bench replacing a bad host and completing on
+the next, and run --on --preflight asking before it uses a machine that fails."""
+
+from __future__ import annotations
+
+import getpass
+
+import pytest
+
+mock = pytest.importorskip("gpubench.mock")
+
+from gpubench.cli import main  # noqa: E402
+from gpubench.lifecycle.ledger import Ledger  # noqa: E402
+from gpubench.mock.faults import BAD_HOST_CHECKS, FaultSpecError, parse  # noqa: E402
+from gpubench.results import ResultsStore  # noqa: E402
+from tests.remote.helpers import tiny_script  # noqa: E402
+
+# bad-host=CHECK -> the preflight check it fails
+FAILS = {"throttle": "throttle", "pcie-x4": "pcie", "ecc": "ecc", "small-shm": "shm",
+         "old-driver": "driver", "slow-matmul": "matmul"}
+
+
+def test_bad_host_names_a_check_and_holds_for_one_instance_unless_counted():
+    assert set(FAILS) == set(BAD_HOST_CHECKS)
+    [fault] = parse("lambda:bad-host=pcie-x4")
+    assert (fault.provider, fault.name, fault.value, fault.remaining) == ("lambda", "bad-host", "pcie-x4", 1)
+    assert parse("vast:bad-host=ecc@3")[0].remaining == 3
+    board = mock.faults.FaultBoard("runpod:bad-host=throttle")
+    assert board.take_instance_fault("runpod", "bad-host").value == "throttle"
+    assert board.take_instance_fault("runpod", "bad-host") is None
+    with pytest.raises(FaultSpecError, match="bad-host takes one of throttle, pcie-x4"):
+        parse("bad-host=melted")
+    with pytest.raises(FaultSpecError, match="bad-host takes one of"):
+        parse("bad-host")
+
+
+@pytest.fixture
+def cloud(tmp_path, monkeypatch, gpubench_home):
+    c = mock.MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
+    for k, v in c.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("GPUBENCH_LAMBDA_SSH_USER", getpass.getuser())  # sshd logs in real users only
+    monkeypatch.setenv("GPUBENCH_POLL_INTERVAL", "0.05")
+    yield c
+    c.stop()
+
+
+def _gpubench(argv: list[str], capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    out, err = capsys.readouterr()
+    return exit_.value.code, out, err
+
+
+@pytest.mark.slow
+def test_each_bad_host_fails_its_own_check_and_a_good_one_passes(cloud, capfd):
+    for fault, check in FAILS.items():
+        cloud.set_faults(f"lambda:bad-host={fault}")
+        name = f"pf-{fault}"
+        code, out, err = _gpubench(["provision", "lambda", "--gpus", "2", "--yes", "--preflight",
+                                    "--attempts", "1", "--name", name], capfd)
+        assert code == 1, (fault, out, err)
+        failed_line = next(ln for ln in err.splitlines() if ln.startswith("error:"))
+        said = failed_line.split("preflight failed: ", 1)[1]
+        assert said.startswith(f"{check}: ") and " (floor: " in said, (fault, said)
+        assert ": " not in said.split("; ")[-1].split(" ", 1)[0]   # one check failed, no other
+        [row] = [r for r in Ledger().entries(include_done=True) if r.name == name]
+        assert row.status == "terminated" and row.note.startswith(f"preflight failed: {check}:")
+
+    cloud.set_faults("")
+    code, out, err = _gpubench(["provision", "lambda", "--gpus", "2", "--yes", "--preflight",
+                                "--name", "pf-good"], capfd)
+    assert code in (0, None), err
+    assert "preflight passed 8 checks in" in out and "(a CPU stands in for the GPUs)" in out
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as done:
+        main(["ssh", "pf-good", "--", "nvidia-smi", "--query-gpu=index,name,uuid",
+              "--format=csv,noheader"])
+    lines = capfd.readouterr().out.splitlines()
+    assert done.value.code == 0 and len(lines) == 2 and lines[1].startswith("1, NVIDIA ")
+    code, _, _ = _gpubench(["down", "pf-good", "--yes"], capfd)
+    assert code in (0, None)
+
+
+@pytest.mark.slow
+def test_bench_replaces_a_bad_host_and_completes_on_the_next(cloud, tmp_path, capsys):
+    cloud.set_faults("lambda:bad-host=throttle")
+    results = tmp_path / "results"
+    results.mkdir()
+    script = tiny_script(tmp_path)
+    code, out, err = _gpubench(["bench", "lambda", "--yes", "--gpus", "1", "--workload", str(script),
+                                "--counts", "1", "--name", "pb", "--results", str(results)], capsys)
+    assert code == 0, (out, err)
+    assert "replace: preflight failed: throttle: GPU 0 under load: HW thermal slowdown (0x40)" in out
+    rows = [r for r in Ledger().entries(include_done=True) if r.name == "pb"]
+    assert [r.status for r in rows] == ["terminated", "terminated"]
+    bad, good = sorted(rows, key=lambda r: r.row_id)
+    assert bad.note.startswith("preflight failed: throttle") and bad.terminated_confirmed_at
+    assert "pb terminated; the whole bench cost $" in out   # the thrown-away host included
+    [record] = ResultsStore(results).load().records
+    assert record["status"] == "ok" and record["instance_id"] == good.instance_id
+    assert record["preflight"].startswith("preflight passed")
+    assert record["preflight_checks"]["throttle"] == "ok: no slowdown"
+    assert len(record["gpu_uuids"]) == 1 and record["gpu_uuids"][0].startswith("GPU-")
+    assert record["driver_cuda_version"] == "12.4" and record["torch_version"]
+    assert "GPU0" in record["gpu_topology"]
+
+
+@pytest.mark.slow
+def test_run_on_a_machine_that_fails_warns_and_asks(cloud, tmp_path, capsys):
+    cloud.set_faults("lambda:bad-host=small-shm")
+    code, out, err = _gpubench(["provision", "lambda", "--gpus", "1", "--yes", "--name", "ro"], capsys)
+    assert code in (0, None), err
+    script = tiny_script(tmp_path)
+    (tmp_path / "r").mkdir()
+    argv = ["run", str(script), "--on", "ro", "--gpus", "1", "--preflight",
+            "--results", str(tmp_path / "r")]
+    code, out, err = _gpubench(argv, capsys)      # no terminal to ask on: not run
+    assert code == 2 and "warning: ro: preflight failed: shm: /dev/shm 64 MB" in err
+    assert "not run: ro failed the preflight check (pass --yes to run on it anyway)" in err
+    code, out, err = _gpubench(argv + ["--yes"], capsys)
+    assert code in (0, None), err
+    records = ResultsStore(tmp_path / "r").load().records
+    assert [r["status"] for r in records] == ["ok"]
+    code, out, err = _gpubench(["run", str(script), "--preflight", "--gpus", "1"], capsys)
+    assert code == 2 and "--preflight checks a machine gpubench rented" in err
+    _gpubench(["down", "ro", "--yes"], capsys)
