@@ -8,13 +8,12 @@ import getpass
 
 import pytest
 
-mock = pytest.importorskip("gpubench.mock")
-
-from gpubench.cli import main  # noqa: E402
-from gpubench.lifecycle.ledger import Ledger  # noqa: E402
-from gpubench.mock.faults import BAD_HOST_CHECKS, FaultSpecError, parse  # noqa: E402
-from gpubench.results import ResultsStore  # noqa: E402
-from tests.remote.helpers import tiny_script  # noqa: E402
+import gpubench.mock as mock
+from gpubench.lifecycle.ledger import Ledger
+from gpubench.mock.faults import BAD_HOST_CHECKS, FaultSpecError, parse
+from gpubench.results import ResultsStore
+from tests.helpers import run_gpubench
+from tests.remote.helpers import tiny_script
 
 # bad-host=CHECK -> the preflight check it fails
 FAILS = {"throttle": "throttle", "pcie-x4": "pcie", "ecc": "ecc", "small-shm": "shm",
@@ -36,7 +35,7 @@ def test_bad_host_names_a_check_and_holds_for_one_instance_unless_counted():
 
 
 @pytest.fixture
-def cloud(tmp_path, monkeypatch, gpubench_home):
+def cloud(tmp_path, monkeypatch):
     c = mock.MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
     for k, v in c.env().items():
         monkeypatch.setenv(k, v)
@@ -46,21 +45,13 @@ def cloud(tmp_path, monkeypatch, gpubench_home):
     c.stop()
 
 
-def _gpubench(argv: list[str], capsys) -> tuple[int, str, str]:
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    out, err = capsys.readouterr()
-    return exit_.value.code, out, err
-
-
 @pytest.mark.slow
-def test_each_bad_host_fails_its_own_check_and_a_good_one_passes(cloud, capfd):
+def test_each_bad_host_fails_its_own_check_and_a_good_one_passes(cloud, cli):
     for fault, check in FAILS.items():
         cloud.set_faults(f"lambda:bad-host={fault}")
         name = f"pf-{fault}"
-        code, out, err = _gpubench(["provision", "lambda", "--gpus", "2", "--yes", "--preflight",
-                                    "--attempts", "1", "--name", name], capfd)
+        code, out, err = cli("provision", "lambda", "--gpus", "2", "--yes", "--preflight",
+                                    "--attempts", "1", "--name", name)
         assert code == 1, (fault, out, err)
         failed_line = next(ln for ln in err.splitlines() if ln.startswith("error:"))
         said = failed_line.split("preflight failed: ", 1)[1]
@@ -70,28 +61,27 @@ def test_each_bad_host_fails_its_own_check_and_a_good_one_passes(cloud, capfd):
         assert row.status == "terminated" and row.note.startswith(f"preflight failed: {check}:")
 
     cloud.set_faults("")
-    code, out, err = _gpubench(["provision", "lambda", "--gpus", "2", "--yes", "--preflight",
-                                "--name", "pf-good"], capfd)
+    code, out, err = cli("provision", "lambda", "--gpus", "2", "--yes", "--preflight",
+                         "--name", "pf-good")
     assert code in (0, None), err
     assert "preflight passed 8 checks in" in out and "(a CPU stands in for the GPUs)" in out
-    capfd.readouterr()
-    with pytest.raises(SystemExit) as done:
-        main(["ssh", "pf-good", "--", "nvidia-smi", "--query-gpu=index,name,uuid",
-              "--format=csv,noheader"])
-    lines = capfd.readouterr().out.splitlines()
-    assert done.value.code == 0 and len(lines) == 2 and lines[1].startswith("1, NVIDIA ")
-    code, _, _ = _gpubench(["down", "pf-good", "--yes"], capfd)
+    # `gpubench ssh` hands the terminal to the ssh program: a real process shows its output
+    done = run_gpubench("ssh", "pf-good", "--", "nvidia-smi", "--query-gpu=index,name,uuid",
+                        "--format=csv,noheader")
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) == 2 and lines[1].startswith("1, NVIDIA "), done.stderr
+    code, _, _ = cli("down", "pf-good", "--yes")
     assert code in (0, None)
 
 
 @pytest.mark.slow
-def test_bench_replaces_a_bad_host_and_completes_on_the_next(cloud, tmp_path, capsys):
+def test_bench_replaces_a_bad_host_and_completes_on_the_next(cloud, tmp_path, cli):
     cloud.set_faults("lambda:bad-host=throttle")
     results = tmp_path / "results"
     results.mkdir()
     script = tiny_script(tmp_path)
-    code, out, err = _gpubench(["bench", "lambda", "--yes", "--gpus", "1", "--workload", str(script),
-                                "--counts", "1", "--name", "pb", "--results", str(results)], capsys)
+    code, out, err = cli("bench", "lambda", "--yes", "--gpus", "1", "--workload", str(script),
+                                "--counts", "1", "--name", "pb", "--results", str(results))
     assert code == 0, (out, err)
     assert "replace: preflight failed: throttle: GPU 0 under load: HW thermal slowdown (0x40)" in out
     rows = [r for r in Ledger().entries(include_done=True) if r.name == "pb"]
@@ -109,21 +99,21 @@ def test_bench_replaces_a_bad_host_and_completes_on_the_next(cloud, tmp_path, ca
 
 
 @pytest.mark.slow
-def test_run_on_a_machine_that_fails_warns_and_asks(cloud, tmp_path, capsys):
+def test_run_on_a_machine_that_fails_warns_and_asks(cloud, tmp_path, cli):
     cloud.set_faults("lambda:bad-host=small-shm")
-    code, out, err = _gpubench(["provision", "lambda", "--gpus", "1", "--yes", "--name", "ro"], capsys)
+    code, out, err = cli("provision", "lambda", "--gpus", "1", "--yes", "--name", "ro")
     assert code in (0, None), err
     script = tiny_script(tmp_path)
     (tmp_path / "r").mkdir()
     argv = ["run", str(script), "--on", "ro", "--gpus", "1", "--preflight",
             "--results", str(tmp_path / "r")]
-    code, out, err = _gpubench(argv, capsys)      # no terminal to ask on: not run
+    code, out, err = cli(*argv)      # no terminal to ask on: not run
     assert code == 2 and "warning: ro: preflight failed: shm: /dev/shm 64 MB" in err
     assert "not run: ro failed the preflight check (pass --yes to run on it anyway)" in err
-    code, out, err = _gpubench(argv + ["--yes"], capsys)
+    code, out, err = cli(*argv, "--yes")
     assert code in (0, None), err
     records = ResultsStore(tmp_path / "r").load().records
     assert [r["status"] for r in records] == ["ok"]
-    code, out, err = _gpubench(["run", str(script), "--preflight", "--gpus", "1"], capsys)
+    code, out, err = cli("run", str(script), "--preflight", "--gpus", "1")
     assert code == 2 and "--preflight checks a machine gpubench rented" in err
-    _gpubench(["down", "ro", "--yes"], capsys)
+    cli("down", "ro", "--yes")
