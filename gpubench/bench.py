@@ -37,6 +37,7 @@ class BenchRequest:
     timeout: float = 3600.0           # per run
     remote_python: str = "python3"
     remote_dir: str = "gpubench"
+    repeat: int | None = None         # runs of each count; None: the sweep's default for the machine
 
 
 @dataclass
@@ -103,7 +104,7 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
 def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: BenchResult) -> None:
     from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.remote.targets import host_from_entry
-    from gpubench.sweep import SweepPlan, default_points, on_one_node, sweep
+    from gpubench.sweep import SweepPlan, default_points, default_repeats, on_one_node, sweep
 
     options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
     with open_launcher(host_from_entry(entry), options) as launcher:
@@ -111,7 +112,8 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
         points = on_one_node(req.counts) if req.counts else default_points(machine)
         for workload in req.workloads:
             run_plan = SweepPlan(workload, list(points), list(req.workload_args), new_run_id(),
-                                 req.timeout, force=req.force)
+                                 req.timeout, force=req.force,
+                                 repeat=req.repeat or default_repeats(machine))
             result.run_ids.append(run_plan.run_id)
             result.records += sweep(launcher, run_plan, store, echo).records
 

@@ -8,8 +8,8 @@ import typer
 
 from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.options import (DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
-                                  MaxPriceOpt, NameOpt, ProviderArg, RemotePythonOpt, ResultsOpt,
-                                  RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
+                                  MaxPriceOpt, NameOpt, ProviderArg, RemotePythonOpt, RepeatOpt,
+                                  ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.render import out
 
 
@@ -33,6 +33,7 @@ def bench(
     workdir: WorkdirOpt = None,
     results: ResultsOpt = None,
     timeout: RunTimeoutOpt = 3600.0,
+    repeat: RepeatOpt = None,
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -41,13 +42,15 @@ def bench(
     from gpubench.sweep import parse_counts
 
     refs = suite.resolve_list(workload, workdir)
+    for ref in refs:  # before anything is rented
+        suite.check_args(ref, list(workload_args or []))
     store = ResultsStore.for_writing(results)
     confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench "
                     "(terminated at the end unless --keep)?",
                     "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
-                       name, keep, force, timeout, remote_python)
+                       name, keep, force, timeout, remote_python, repeat=repeat)
     result = run_bench(req, store, out)
 
     from gpubench.report.render import render_report

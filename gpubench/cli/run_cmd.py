@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpubench.cli.options import (ForceOpt, GpuCountsOpt, RemotePythonOpt, ResultsOpt,
+from gpubench.cli.options import (ForceOpt, GpuCountsOpt, RemotePythonOpt, RepeatOpt, ResultsOpt,
                                   RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
 from gpubench.cli.render import out
 
@@ -35,6 +35,7 @@ def run(
     results: ResultsOpt = None,
     force: ForceOpt = False,
     timeout: RunTimeoutOpt = 3600.0,
+    repeat: RepeatOpt = None,
 ) -> None:
     """Run WORKLOAD at each GPU count with torchrun and print the speedup/cost table."""
     from gpubench import suite
@@ -43,16 +44,17 @@ def run(
     from gpubench.sweep import on_one_node, parse_counts, sweep_new_run
 
     ref = suite.resolve(workload, workdir)
+    suite.check_args(ref, list(workload_args or []))  # a typo costs one line, not a run
     points = on_one_node(parse_counts(gpus)) if gpus is not None else None
     store = ResultsStore.for_writing(results)
     options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
                             connect_wait=connect_wait, echo=out)
     with open_launcher(on, options) as launcher:
         plan, result = sweep_new_run(launcher, ref, points, list(workload_args or []), store, out,
-                                     timeout, force)
+                                     timeout, force, repeat)
     if result.records:
         out(f"\n{len(result.records)} record(s) of run {plan.run_id} appended to "
-            f"{store.directory}/{plan.run_id}.jsonl\n")
+            f"{store.directory}/{plan.run_id}.jsonl; each run's output: gpubench logs {plan.run_id}\n")
     else:
         out("\nevery count of the sweep was already recorded; nothing ran (--force runs them again)\n")
 

@@ -50,8 +50,9 @@ USES = {
     "RemotePythonOpt": {"run", "bench"},
     "WorkdirOpt": {"run", "bench"},
     "RunTimeoutOpt": {"run", "bench"},
+    "RepeatOpt": {"run", "bench"},
     "GoneTimeoutOpt": {"down"},
-    "ResultsOpt": {"run", "bench", "report"},
+    "ResultsOpt": {"run", "bench", "report", "logs"},
     "FormatOpt": {"offers", "ls", "report"},
 }
 

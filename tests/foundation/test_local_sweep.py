@@ -17,7 +17,7 @@ def run_cli(*args: str, cwd=None, timeout: float = 240) -> subprocess.CompletedP
 def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
-    proc = run_cli("run", "mnist-ddp", "--gpus", "1,2", "--results", str(results),
+    proc = run_cli("run", "mnist-ddp", "--gpus", "1,2", "--repeat", "1", "--results", str(results),
                    "--", "--steps", "3", "--warmup", "1", "--data", "synthetic")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # the output is streamed with the GPU count in front, and ends with the table
@@ -52,13 +52,25 @@ def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):
 def test_failed_run_is_recorded_and_exit_is_nonzero(tmp_path):
     results = tmp_path / "r"
     results.mkdir()
-    proc = run_cli("run", "mnist-ddp", "--gpus", "1", "--results", str(results),
-                   "--", "--steps", "2", "--no-such-flag")
+    proc = run_cli("run", "mnist-ddp", "--gpus", "1", "--repeat", "1", "--results", str(results),
+                   "--", "--steps", "2", "--batch-size", "100000")
     assert proc.returncode == 1
     record = json.loads(next(results.glob("*.jsonl")).read_text())
     assert record["status"] == "failed"
-    assert "unrecognized arguments: --no-such-flag" in record["error"]
-    assert "[1 gpu] failed: mnist_ddp.py: error: unrecognized arguments" in proc.stdout
+    assert "batch size too large" in record["error"]
+    assert "[1 gpu] failed: error: batch size too large" in proc.stdout
+
+
+def test_a_bad_flag_is_one_line_before_anything_runs(tmp_path):
+    results = tmp_path / "r"
+    results.mkdir()
+    proc = run_cli("run", "mnist-ddp", "--gpus", "1", "--results", str(results),
+                   "--", "--steps", "2", "--no-such-flag")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: mnist-ddp: unrecognized arguments: --no-such-flag; nothing was run "
+        "(its flags: python -m gpubench.workloads.flags mnist-ddp --help)"]
+    assert proc.stdout == "" and list(results.iterdir()) == []
 
 
 def test_workload_runs_without_torchrun_as_a_world_of_one(tmp_path):

@@ -35,8 +35,9 @@ def _run(tmp_path, source: str, *args: str) -> tuple[subprocess.CompletedProcess
     script.write_text(source)
     results = tmp_path / "results"
     results.mkdir(exist_ok=True)
-    proc = subprocess.run([GPUBENCH, "run", str(script), "--gpus", "1,2", "--results", str(results),
-                           *args], capture_output=True, text=True, timeout=180, cwd=REPO,
+    proc = subprocess.run([GPUBENCH, "run", str(script), "--gpus", "1,2", "--repeat", "1",
+                           "--results", str(results), *args], capture_output=True, text=True,
+                          timeout=180, cwd=REPO,
                           env=cpu_env())
     records = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]
     return proc, records
@@ -85,7 +86,8 @@ def test_workdir_is_where_local_runs_start(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     proc = subprocess.run([GPUBENCH, "run", str(script), "--workdir", str(proj), "--gpus", "1",
-                           "--results", str(results)], capture_output=True, text=True, timeout=120,
+                           "--repeat", "1", "--results", str(results)], capture_output=True, text=True,
+                          timeout=120,
                           cwd=tmp_path, env=cpu_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (record,) = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]
