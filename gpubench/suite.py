@@ -31,12 +31,13 @@ SUITE: tuple[SuiteEntry, ...] = (
                "batch 64/GPU, 60k images, 1 epoch",
                "the pytorch/examples MNIST CNN under DDP (synthetic or real IDX data)"),
     SuiteEntry("resnet-ddp", "resnet_ddp.py", "images/s, epoch time (ImageNet-1k)",
-               "ResNet-50, batch 256/GPU, 224x224 synthetic, channels_last, 200 steps; "
-               "--depth/--width/--image-size",
+               "ResNet-50, batch 256/GPU, 224x224 synthetic, channels_last, 200 steps "
+               "(on a CPU: batch 8, 10 steps); --depth/--width/--image-size",
                "ResNet-50 in plain PyTorch on synthetic ImageNet-shaped batches"),
     SuiteEntry("gpt-ddp", "gpt_ddp.py", "tokens/s, model TFLOP/s, MFU",
                "GPT-2 small (12 layers, 12 heads, 768 wide), 1024-token context, batch 8 "
-               "sequences/GPU, 50 steps; --n-layer/--n-head/--n-embd/--block-size/--vocab-size",
+               "sequences/GPU, 50 steps (on a CPU: 1 sequence of 256 tokens, 5 steps); "
+               "--n-layer/--n-head/--n-embd/--block-size/--vocab-size",
                "a GPT-2-small-shaped decoder LM (nanoGPT) on synthetic tokens"),
     SuiteEntry("recsys-ddp", "recsys_ddp.py", "ratings/s, epoch time",
                "ml-1m shape (6,040 users, 3,706 movies, 1M ratings), batch 1024/GPU, 32-dim embeddings, "

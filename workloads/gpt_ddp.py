@@ -13,7 +13,9 @@ of context, vocabulary 50304: GPT-2's 50257 padded to a multiple of 64).
 Attention is F.scaled_dot_product_attention (flash attention where the GPU
 has it). Tokens are random ids made on the device, so the loop measures the
 model and the all-reduce. An "epoch" is OpenWebText's ~9B training tokens;
-without --steps or --epochs the run is 50 steps after the warm-up.
+without --steps or --epochs the run is 50 steps after the warm-up. On a CPU the
+defaults shrink to what a CPU machine holds (1 sequence of 256 tokens, 2 warm-up
+and 5 measured steps: flags.DEVICE_SIZES), and the record says so (size: cpu).
 
 Model FLOPs per token are the PaLM / nanoGPT count, 6*N + 12*L*H*Q*T
 (metrics.gpt_flops_per_token); MFU is the achieved model FLOP/s of one GPU

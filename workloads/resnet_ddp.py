@@ -11,7 +11,9 @@ The batches are random tensors made once on the device, so the loop measures
 the GPU and the all-reduce, not a JPEG decoder: the figure to compare with is
 a synthetic-data ResNet-50 training benchmark (images/s per GPU). An "epoch"
 is ImageNet-1k's 1,281,167 training images; without --steps or --epochs the
-run is 200 steps after the warm-up.
+run is 200 steps after the warm-up. On a CPU the defaults shrink to what a CPU
+machine holds (batch 8, 2 warm-up and 10 measured steps: flags.DEVICE_SIZES),
+and the record says so (size: cpu).
 """
 
 from __future__ import annotations

@@ -327,7 +327,8 @@ class SshLauncher(Launcher):
         q = shlex.quote
         runs = self._session.layout.runs
         stopped = self.kill(run_ids)
-        self._session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.running" for i in run_ids]]), 30)
+        # the marker and whatever else the run left there (its load figures, exit status)
+        self._session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.*" for i in run_ids]]), 30)
         self._session.echo(f"{self._session.target}: cleared {len(run_ids)} run(s) left over from a "
                            f"lost connection ({stopped} process(es) still running, now stopped)")
         return stopped

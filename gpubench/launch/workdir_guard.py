@@ -114,7 +114,10 @@ def settle(root, earlier, keep_name, skip=()):
     except TooLarge:
         return {"watched": False, "created": [], "changed": []}
     created, changed = changes(earlier, now)
-    kept = os.path.join(root, KEEP_DIR, keep_name)
+    kept, n = os.path.join(root, KEEP_DIR, keep_name), 1
+    while os.path.exists(kept):  # another run of the same name (a repeat within a second)
+        n += 1
+        kept = os.path.join(root, KEEP_DIR, "%s-%d" % (keep_name, n))
     moved = []
     for rel in created:
         target = os.path.join(kept, rel)

@@ -79,8 +79,8 @@ def _display(row: dict) -> dict:
     if row.get("spread") is not None:
         shown["spread"] = f"{row['spread']:.0%}"
     low, high = row.get("speedup_min"), row.get("speedup_max")
-    if low is not None and high is not None and row.get("repeats", 1) > 1:
-        shown["speedup_range"] = f"{low:.2f}-{high:.2f}"
+    if low is not None and high is not None and (row.get("repeats") or 1) > 1:
+        shown["speedup"] = f"{row['speedup']:.2f} ({low:.2f}-{high:.2f})"  # its runs' range
     checks = [word for word, flagged in (("noisy", row.get("noisy")),
                                          ("superlinear: suspect", row.get("suspect")),
                                          ("busy", row.get("busy"))) if flagged]
@@ -131,12 +131,8 @@ def _workload_section(title: str, rows: list[dict]) -> Section:
     kind = BANDWIDTH_TABLES if all(r.get("throughput_unit") in BANDWIDTH_UNITS
                                    for r in rows) else WORK_TABLES
     shown = [_display(r) for r in rows]
-    columns = []
-    for f in record_schema.shown_fields():
-        if _shown(f, rows, unit, kind):
-            columns.append((f.name, _heading(f, unit)))
-            if f.name == "speedup" and any(r.get("speedup_range") for r in shown):
-                columns.append(("speedup_range", "speedup range"))
+    columns = [(f.name, _heading(f, unit)) for f in record_schema.shown_fields()
+               if _shown(f, rows, unit, kind)]
     if any(r["check"] for r in shown):
         columns.append(("check", "check"))
     return Section(title, columns + [("best", "best")], shown)
