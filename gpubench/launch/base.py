@@ -109,9 +109,11 @@ def shown_command(cmd: list[str], record_file: str) -> list[str]:
 
 
 def cpu_threads_per_process(cpus: int, procs: int) -> str:
-    """OMP_NUM_THREADS for CPU runs: the cores shared out between the processes, so
-    one process is not compared with N processes that each think they own the machine."""
-    return str(max(1, cpus // procs))
+    """OMP_NUM_THREADS for CPU runs, the same for every launcher: one thread per
+    process (gpubench.launch.cpu_policy says why and what was measured)."""
+    from gpubench.launch import cpu_policy
+
+    return cpu_policy.threads_per_process(cpus, procs)
 
 
 def visible_gpus(procs: int, visible: str | None = None) -> str:

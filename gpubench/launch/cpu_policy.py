@@ -24,21 +24,15 @@ ran (threads_per_process, cpu_pinning).
 from __future__ import annotations
 
 THREADS_PER_PROCESS = 1  # OMP_NUM_THREADS of every CPU process
-PIN = False  # hold each process to cores of its own
-PINNED = "distinct cores"  # cpu_pinning when PIN
-NOT_PINNED = "none"
+NOT_PINNED = "none"  # the records' cpu_pinning
 
 
 def threads_per_process(cores: int, procs: int) -> str:
-    """OMP_NUM_THREADS for a CPU run of `procs` processes on `cores` cores."""
+    """OMP_NUM_THREADS for a CPU run of `procs` processes on `cores` cores: one each,
+    however many there are (the cores a count can use grow with it, as GPUs do)."""
     return str(THREADS_PER_PROCESS)
 
 
-def pin_prefix(python: str) -> list[str]:
-    """torchrun arguments that start each worker held to cores of its own (none while
-    PIN is off)."""
-    return []
-
-
 def pinning() -> str:
-    return PINNED if PIN else NOT_PINNED
+    """How CPU processes are held to cores: not at all (see above)."""
+    return NOT_PINNED

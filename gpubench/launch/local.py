@@ -23,8 +23,8 @@ from pathlib import Path
 from gpubench.errors import RunError
 from gpubench.launch import cpu_policy, machine_load, workdir_guard
 from gpubench.launch.base import (RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
-                                  SweepPoint, one_node_procs, record_args, shown_command,
-                                  visible_gpus)
+                                  SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
+                                  shown_command, visible_gpus)
 from gpubench.launch.failures import RunFacts, explain
 from gpubench.launch.gpu_sampling import LocalSampler, local_indices
 from gpubench.launch.process import stream_process
@@ -74,9 +74,8 @@ class LocalLauncher(Launcher):
 
     def command(self, workload: WorkloadRef, procs: int, record_file: Path,
                 workload_args: list[str]) -> list[str]:
-        pin = [] if self._gpus else cpu_policy.pin_prefix(torch_python())
         return [torch_python(), "-m", "torch.distributed.run", "--standalone",
-                f"--nproc_per_node={procs}", *pin, str(workload.script),
+                f"--nproc_per_node={procs}", str(workload.script),
                 *record_args(workload, str(record_file)), *workload_args]
 
     def environment(self, procs: int) -> dict[str, str]:
@@ -86,7 +85,7 @@ class LocalLauncher(Launcher):
         if self._gpus:
             env["CUDA_VISIBLE_DEVICES"] = visible_gpus(procs, os.environ.get("CUDA_VISIBLE_DEVICES"))
         else:
-            env["OMP_NUM_THREADS"] = cpu_policy.threads_per_process(machine_load.cores(), procs)
+            env["OMP_NUM_THREADS"] = cpu_threads_per_process(machine_load.cores(), procs)
         env["PYTHONUNBUFFERED"] = "1"
         return env
 

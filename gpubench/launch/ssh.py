@@ -29,8 +29,8 @@ from pathlib import Path, PurePosixPath
 
 from gpubench.launch import cpu_policy, gpu_sampling, leases, machine_load, stop_tagged, workdir_guard
 from gpubench.launch.base import (RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
-                                  SweepPoint, one_node_procs, record_args, shown_command,
-                                  visible_gpus)
+                                  SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
+                                  shown_command, visible_gpus)
 from gpubench.launch.failures import RunFacts, explain
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, SshError
@@ -146,7 +146,7 @@ class SshLauncher(Launcher):
         if remote is not None and remote.cuda_available:
             env["CUDA_VISIBLE_DEVICES"] = visible_gpus(procs)
         elif remote is not None:
-            env["OMP_NUM_THREADS"] = cpu_policy.threads_per_process(remote.cpu_count, procs)
+            env["OMP_NUM_THREADS"] = cpu_threads_per_process(remote.cpu_count, procs)
         return env
 
     def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float,

@@ -197,7 +197,7 @@ def _failed(frame: pd.DataFrame, ok: pd.DataFrame, which: str = "latest") -> pd.
     if which == "latest" and not ok.empty:
         since = ok.drop_duplicates(CONFIG_KEYS, keep="last").set_index(CONFIG_KEYS)["time"]
         fixed = last.join(since.rename("ok_since"), on=CONFIG_KEYS)["ok_since"]
-        last = last[~(fixed.notna() & (fixed >= last["time"]))]
+        last = last[~(fixed.notna() & (fixed > last["time"]))]  # a tie: still listed
     return last.sort_values(GROUP_KEYS + ["gpu_count"], kind="stable")[FAILED_COLUMNS].reset_index(drop=True)
 
 
