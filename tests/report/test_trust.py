@@ -19,6 +19,14 @@ from .helpers import rec, write_store
 from .test_formats import markdown_tables
 
 
+@pytest.fixture
+def no_figures(monkeypatch):
+    """The HTML page without its matplotlib figures, which these tests do not look at."""
+    from gpubench.report import plots
+
+    monkeypatch.setattr(plots, "report_plots", lambda report: [])
+
+
 def _repeated() -> list[dict]:
     """1 GPU: 90, 100, 110 samples/s; 2 GPUs: 150, 180, 200 (a noisy row); --repeat 3."""
     records = [rec(1, t, 3.6, repeat=i + 1, repeat_count=3, time=f"2026-01-10T00:0{i}:00Z")
@@ -59,7 +67,7 @@ def test_a_single_run_per_count_shows_no_spread_columns():
     assert report.rows["spread"].isna().all() and not report.rows["noisy"].any()
 
 
-def test_a_speedup_above_the_process_count_is_suspect_in_every_output():
+def test_a_speedup_above_the_process_count_is_suspect_in_every_output(no_figures):
     # the demo's case: one process with 2 threads on a busy CPU, then 2 processes with 1
     records = [rec(1, 134.6, 0.0, gpu_name="cpu", device="cpu", threads_per_process=2,
                    machine_busy="other processes took 60% of the cores' time while it ran"),
@@ -89,7 +97,7 @@ def test_a_script_timed_as_a_whole_is_suspected_of_doing_less_work():
     assert "may have done less work at this count (resumed from a checkpoint" in two.suspect
 
 
-def test_rows_on_a_cpu_standing_in_for_gpus_are_labelled_and_kept_apart():
+def test_rows_on_a_cpu_standing_in_for_gpus_are_labelled_and_kept_apart(no_figures):
     records = [rec(1, 100.0, 1.29, provider="lambda", gpu_name="NVIDIA A100-PCIE-40GB", device="cuda"),
                rec(1, 30.0, 0.22, provider="vast", gpu_name="RTX 3090", device="cpu",
                    mock_instance=True),
@@ -152,3 +160,14 @@ def test_failures_flag_on_the_command_line(cli, tmp_path):
     assert code == 0 and [r["status"] for r in json.loads(out)] == ["ok"]
     code, _, err = cli("report", "--results", str(store), "--failures", "some")
     assert code == 2 and err.strip() == "error: --failures: 'some' is not one of none, latest, all"
+
+
+def test_the_efficiency_figure_marks_a_suspect_speedup():
+    pytest.importorskip("matplotlib")
+    from gpubench.report.plots import efficiency_plot
+
+    report = build_report([rec(1, 100.0, 3.6), rec(2, 260.0, 7.2)])
+    figure = efficiency_plot("w", report.rows, report.baseline.describe()).figure
+    (axes,) = figure.axes
+    assert [t.get_text() for t in axes.texts] == ["suspect"]
+    assert "suspect: above the process count" in [t.get_text() for t in axes.get_legend().get_texts()]
