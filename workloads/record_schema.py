@@ -173,8 +173,8 @@ FIELDS: tuple[Field, ...] = (
       REPORT, column=EVERY_ROW),
     F("noisy", bool, "", "the runs' spread is wider than the report's noise limit (10%)",
       REPORT, column=EVERY_ROW),
-    F("suspect", str, "", "why the speedup is not to be trusted (above the process count) and its "
-      "likely cause; null when nothing is suspect", REPORT, column=EVERY_ROW),
+    F("suspect", str, "", "why the speedup is not to be trusted (more than 5% above the process "
+      "count) and its likely cause; null when nothing is suspect", REPORT, column=EVERY_ROW),
     F("busy", str, "", "the machine was busy with other work during a run of the row: how busy",
       REPORT, column=EVERY_ROW),
     F("median_step_s", float, "s", "the median time of one timed step",
