@@ -117,8 +117,7 @@ class LocalLauncher(Launcher):
             ok = finished.returncode == 0 and not finished.timed_out
             record = _read_record(record_file) if ok else None
             files = None if workload.in_suite else _settle(root, files_before, point, skip)
-        measured = self._measured(workload, procs, env, load, watched,
-                                  _children_cpu_seconds() - cpu_before)
+        measured = self._measured(workload, env, load, watched, _children_cpu_seconds() - cpu_before)
         failure = None if ok else explain(finished.tail, RunFacts(
             finished.returncode, finished.timed_out, timeout,
             peak_rss_bytes=measured.get("peak_rss_bytes"),
@@ -129,8 +128,8 @@ class LocalLauncher(Launcher):
                           failure.error if failure else None, finished.tail, beside, measured,
                           failure, files)
 
-    def _measured(self, workload: WorkloadRef, procs: int, env: dict[str, str], load: dict,
-                  watched: dict, cpu_seconds: float) -> dict:
+    def _measured(self, workload: WorkloadRef, env: dict[str, str], load: dict, watched: dict,
+                  cpu_seconds: float) -> dict:
         """The record fields gpubench measured around a run (record_schema: machine load,
         memory, threads, pinning, the device)."""
         figures = {k: v for k, v in load.items() if k in MACHINE_FIELDS}

@@ -67,7 +67,6 @@ def samples_path(run_id: str) -> str:
     return f"runs/{run_id}.gpu"
 
 
-
 def remote_script(workload: WorkloadRef) -> str:
     """The script's path as the run sees it: relative to the remote base, where suite
     and user scripts sit side by side, or inside the user's project (--workdir)."""
@@ -169,13 +168,14 @@ class SshLauncher(Launcher):
             sampler = (f"(env {RUN_TAG}={run_id} timeout {limit + 30} "
                        f"{shlex.join(gpu_sampling.sampler_command(sample_gpus))} "
                        f"< /dev/null > {samples_path(run_id)} 2>/dev/null &) && ")
-        watch = (f"{py} -c {q(LOAD)} before runs/{run_id}.load 2>/dev/null; "
+        # what only informs the record may fail without stopping the run: { ...; true; }
+        watch = (f"{{ {py} -c {q(LOAD)} before runs/{run_id}.load 2>/dev/null; true; }} && "
                  f"(env {RUN_TAG}={run_id} timeout {limit + 30} {py} -c {q(LOAD)} watch {run_id} "
                  f"runs/{run_id}.watch < /dev/null > /dev/null 2>&1 &) && ")
         skip = " ".join(BASE_FOLDERS) if cwd == "." else ""
         snapshot = settle = ""
         if guard_files:
-            snapshot = f"{py} -c {q(GUARD)} snapshot . {run}.snap {skip} 2>/dev/null; "
+            snapshot = f"{{ {py} -c {q(GUARD)} snapshot . {run}.snap {skip} 2>/dev/null; true; }} && "
             settle = (f"{py} -c {q(GUARD)} settle . {run}.snap {q(guard_files)} {skip} "
                       f"> {run}.left 2>/dev/null; rm -f {run}.snap; ")
         return (f"cd {q(self._session.layout.base)} && mkdir -p runs && B=$PWD && "
