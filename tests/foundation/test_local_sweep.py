@@ -61,18 +61,6 @@ def test_failed_run_is_recorded_and_exit_is_nonzero(tmp_path):
     assert "[1 gpu] failed: error: batch size too large" in proc.stdout
 
 
-def test_a_bad_flag_is_one_line_before_anything_runs(tmp_path):
-    results = tmp_path / "r"
-    results.mkdir()
-    proc = run_cli("run", "mnist-ddp", "--gpus", "1", "--results", str(results),
-                   "--", "--steps", "2", "--no-such-flag")
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
-        "error: mnist-ddp: unrecognized arguments: --no-such-flag; nothing was run "
-        "(its flags: python -m gpubench.workloads.flags mnist-ddp --help)"]
-    assert proc.stdout == "" and list(results.iterdir()) == []
-
-
 def test_workload_runs_without_torchrun_as_a_world_of_one(tmp_path):
     record_file = tmp_path / "rec.json"
     proc = subprocess.run(
