@@ -60,6 +60,7 @@ class BenchRequest:
     max_hours: float | None = None    # the machine's deadline [default: expected time + margin]
     budget: float | None = None       # dollars [default: [defaults] budget in config.toml, else none]
     preflight: bool = True            # check the host before the sweeps; replace one that fails
+    repeat: int | None = None         # runs of each count; None: the sweep's default for the machine
 
 
 @dataclass
@@ -194,7 +195,7 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
     from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.lifecycle.budget import BudgetReached
     from gpubench.remote.targets import host_from_entry
-    from gpubench.sweep import SweepPlan, default_points, on_one_node, sweep
+    from gpubench.sweep import SweepPlan, default_points, default_repeats, on_one_node, sweep
 
     options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
     with open_launcher(host_from_entry(entry), options) as opened:
@@ -203,7 +204,8 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
         points = on_one_node(req.counts) if req.counts else default_points(machine)
         for workload in req.workloads:
             run_plan = SweepPlan(workload, list(points), list(req.workload_args), new_run_id(),
-                                 req.timeout, force=req.force)
+                                 req.timeout, force=req.force,
+                                 repeat=req.repeat or default_repeats(machine))
             result.run_ids.append(run_plan.run_id)
             try:
                 result.records += sweep(launcher, run_plan, store, echo).records

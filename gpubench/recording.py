@@ -1,7 +1,7 @@
 """A result record completed: the workload's own half (or, for a user's script
 that wrote none, its timing as a whole) plus what only gpubench knows: where it
-ran, what that costs, how it was launched. Every field either side writes is
-listed in workloads/record_schema.py."""
+ran, what that costs, how it was launched, how busy the machine was, why a run
+failed. Every field either side writes is listed in workloads/record_schema.py."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from gpubench.launch.base import Machine, RunOutcome, SweepPoint
+from gpubench.workloads import record_schema
 from gpubench.workloads.record_schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -37,13 +38,22 @@ def script_record(outcome: RunOutcome, world_size: int) -> dict:
     return record
 
 
-def finish_record(outcome: RunOutcome, plan: "SweepPlan", machine: Machine, point: SweepPoint) -> dict:
+def finish_record(outcome: RunOutcome, plan: "SweepPlan", machine: Machine, point: SweepPoint,
+                  repeat: int = 1, identity: dict | None = None, log_file: str | None = None) -> dict:
     """The workload's record completed with what only gpubench knows: where it ran,
-    what that costs, how it was launched. A suite run without a record becomes a
-    failed one; a user's script that ran to the end is timed (script_record)."""
+    what that costs, how it was launched, which of the plan's runs it was, what the
+    script was (identity: suite.script_identity), where its output is kept. A suite
+    run without a record becomes a failed one; a user's script that ran to the end is
+    timed (script_record). Every gpubench field is written, null where unknown."""
     record = dict(outcome.record or {})
     if outcome.error is None and not plan.workload.in_suite:
         record = script_record(outcome, point.world_size)
+    for key, value in outcome.measured.items():
+        record.setdefault(key, value)  # the workload's own word (device, threads) wins
+    if outcome.failure is not None:
+        record.update(failure_kind=outcome.failure.kind, exit_signal=outcome.failure.signal)
+    if outcome.files is not None and outcome.files.left_behind:
+        record["left_behind"] = list(outcome.files.left_behind)
     record.setdefault("schema_version", SCHEMA_VERSION)
     record.setdefault("time", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     record.setdefault("workload", plan.workload.name)
@@ -71,4 +81,7 @@ def finish_record(outcome: RunOutcome, plan: "SweepPlan", machine: Machine, poin
     })
     wall = record.get("wall_seconds")
     record["cost"] = price * wall / 3600.0 if price is not None and wall else None
+    record.update(identity or {}, repeat=repeat, repeat_count=plan.repeat, log_file=log_file)
+    for name in record_schema.names(record_schema.GPUBENCH):
+        record.setdefault(name, None)
     return record

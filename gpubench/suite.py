@@ -1,9 +1,16 @@
 """The workload suite: what each standard workload is called, where its script
 lives, and what it measures. A workload's identity is a `WorkloadRef` that
-flows through the sweep, so a user's own script runs the same way."""
+flows through the sweep, so a user's own script runs the same way.
+
+A user's script is known by its resolved path (however it was called) and by
+the hash of its contents (and of its --workdir): an edited script is another
+workload version, measured again. A suite workload's arguments are checked
+here, without torch, before anything is launched or rented."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +31,13 @@ SUITE: tuple[SuiteEntry, ...] = (
                "batch 64/GPU, 60k images, 1 epoch",
                "the pytorch/examples MNIST CNN under DDP (synthetic or real IDX data)"),
     SuiteEntry("resnet-ddp", "resnet_ddp.py", "images/s, epoch time (ImageNet-1k)",
-               "ResNet-50, batch 256/GPU, 224x224 synthetic, channels_last, 200 steps; "
-               "--depth/--width/--image-size",
+               "ResNet-50, batch 256/GPU, 224x224 synthetic, channels_last, 200 steps "
+               "(on a CPU: batch 8, 10 steps); --depth/--width/--image-size",
                "ResNet-50 in plain PyTorch on synthetic ImageNet-shaped batches"),
     SuiteEntry("gpt-ddp", "gpt_ddp.py", "tokens/s, model TFLOP/s, MFU",
                "GPT-2 small (12 layers, 12 heads, 768 wide), 1024-token context, batch 8 "
-               "sequences/GPU, 50 steps; --n-layer/--n-head/--n-embd/--block-size/--vocab-size",
+               "sequences/GPU, 50 steps (on a CPU: 1 sequence of 256 tokens, 5 steps); "
+               "--n-layer/--n-head/--n-embd/--block-size/--vocab-size",
                "a GPT-2-small-shaped decoder LM (nanoGPT) on synthetic tokens"),
     SuiteEntry("recsys-ddp", "recsys_ddp.py", "ratings/s, epoch time",
                "ml-1m shape (6,040 users, 3,706 movies, 1M ratings), batch 1024/GPU, 32-dim embeddings, "
@@ -49,6 +57,8 @@ class WorkloadRef:
     script: Path
     in_suite: bool
     workdir: Path | None = None  # a user's project directory, sent whole to a remote machine
+    untouched: tuple[Path, ...] = ()  # gpubench's own paths in the run's working directory (the
+    #   results): a run's files are moved aside after it (workdir_guard), these never are
 
 
 def with_workdir(ref: WorkloadRef, workdir: Path) -> WorkloadRef:
@@ -61,7 +71,7 @@ def with_workdir(ref: WorkloadRef, workdir: Path) -> WorkloadRef:
         raise UsageError(f"--workdir: no such directory: {workdir}")
     if not ref.script.is_relative_to(directory):
         raise UsageError(f"--workdir: {ref.script} is not inside {directory}")
-    return WorkloadRef(ref.name, ref.script, False, directory)
+    return WorkloadRef(ref.name, ref.script, False, directory, ref.untouched)
 
 
 def workloads_dir() -> Path:
@@ -100,9 +110,97 @@ def _resolve_one(name_or_path: str) -> WorkloadRef:
             return WorkloadRef(entry.name, workloads_dir() / entry.script, True)
     path = Path(name_or_path).expanduser()
     if path.suffix == ".py" and path.is_file():
-        return WorkloadRef(str(path), path.resolve(), False)
+        return WorkloadRef(script_name(path), path.resolve(), False)
     if path.suffix == ".py":
         raise UnknownWorkloadError(f"no such script: {name_or_path}")
     raise UnknownWorkloadError(
         f"unknown workload '{name_or_path}'; known workloads: {', '.join(suite_names())}"
         " (or give the path of a .py script)")
+
+
+def script_name(path: Path) -> str:
+    """The name a user's script goes by in records and reports, the same however it
+    was called (./train.py, train.py, ../proj/train.py): its resolved path, with ~
+    for the home directory."""
+    resolved = Path(path).expanduser().resolve()
+    home = Path.home().resolve()
+    if resolved.is_relative_to(home) and resolved != home:
+        return "~/" + resolved.relative_to(home).as_posix()
+    return str(resolved)
+
+
+def canonical_name(name: str) -> str:
+    """A --workload value as the records name it: a suite name as it is, an existing
+    script by script_name."""
+    path = Path(name).expanduser()
+    if name not in suite_names() and path.suffix == ".py" and path.is_file():
+        return script_name(path)
+    return name
+
+
+def check_args(ref: WorkloadRef, workload_args: list[str]) -> None:
+    """A UsageError (one line) when a suite workload would refuse its arguments:
+    checked here with the workload's own parser, which needs no torch, so a typo
+    costs nothing. A user's script checks its own arguments when it runs."""
+    if not ref.in_suite:
+        return
+    from gpubench.workloads import flags
+
+    problem = flags.problem(ref.name, list(workload_args))
+    if problem:
+        raise UsageError(f"{ref.name}: {problem}; nothing was run (its flags: "
+                         f"python -m gpubench.workloads.flags {ref.name} --help)")
+
+
+# --------------------------------------------------------------------------- identity
+SKIPPED_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules",
+                ".gpubench-left-behind"}
+HASHED_BYTES = 16 * 2**20  # larger files (data sets) count by size and modification time
+
+
+def script_identity(ref: WorkloadRef) -> dict:
+    """What a user's script is, as the records keep it and reruns are matched on:
+    its resolved path and the SHA-256 of its contents (and of --workdir's files).
+    Empty for a suite workload, which is known by its name."""
+    if ref.in_suite:
+        return {}
+    identity = {"script_path": str(ref.script), "script_sha256": file_sha256(ref.script)}
+    if ref.workdir is not None:
+        identity["workdir_sha256"] = tree_sha256(ref.workdir, ref.untouched)
+    return identity
+
+
+def file_sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def tree_sha256(root: Path, skip: tuple[Path, ...] = ()) -> str:
+    """One SHA-256 over every file under root: relative path and contents (size and
+    modification time for a file above HASHED_BYTES); version control, virtual
+    environments, caches and `skip` left out."""
+    digest = hashlib.sha256()
+    skipped = {os.path.abspath(p) for p in skip}
+    for top, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS
+                         and os.path.join(top, d) not in skipped)
+        for name in sorted(files):
+            path = os.path.join(top, name)
+            if name.endswith(".pyc") or path in skipped:
+                continue
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            try:
+                size = os.path.getsize(path)
+                if size > HASHED_BYTES:
+                    digest.update(f"{size}:{os.stat(path).st_mtime_ns}".encode())
+                else:
+                    digest.update((file_sha256(Path(path)) or "").encode())
+            except OSError:
+                continue
+    return digest.hexdigest()

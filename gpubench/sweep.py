@@ -3,23 +3,34 @@ and record every run.
 
 It knows nothing of where the machine is: a Launcher gets the workload there and
 runs each point, and the sweep turns what came back into one result record per
-point. A launcher that spans nodes says so in its Machine (max_nodes); the plan,
+run. A launcher that spans nodes says so in its Machine (max_nodes); the plan,
 the skips and the records need nothing more from it.
+
+With --repeat K each point runs K times, the points taking turns (1, 2, 1, 2,
+...) so that a change in the machine's load falls on every point alike; a point
+that fails is not run again. Every run's whole output is kept beside its records
+(runlogs). A failure that will repeat at every point (a usage error, a missing
+module or file) stops the sweep, as does a user's script that changed files its
+next run would start from.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
+from gpubench import runlogs, suite
 from gpubench.errors import GpubenchError, UsageError
-from gpubench.launch.base import Launcher, Machine, SweepPoint
+from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
+from gpubench.launch.failures import stop_reason
 from gpubench.recording import finish_record
 from gpubench.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
 
 DEFAULT_TIMEOUT_S = 3600.0
+GPU_REPEATS, CPU_REPEATS = 1, 3  # --repeat's default where the runs use GPUs, and on a CPU
 
 
 def parse_counts(text: str) -> list[int]:
@@ -68,6 +79,19 @@ def default_points(machine: Machine) -> list[SweepPoint]:
     return grid(_one_and_powers_of_two(max(1, machine.max_nodes)), per_node)
 
 
+def default_repeats(machine: Machine) -> int:
+    """--repeat's default: one run per point on a GPU machine, whose numbers hold
+    still; three on a CPU shared with whatever else runs there, so that the report
+    has a median and a spread."""
+    return GPU_REPEATS if machine.accelerator == "cuda" and machine.gpu_count > 0 else CPU_REPEATS
+
+
+def parse_repeat(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise UsageError(f"--repeat: {value} is not a number of runs; it starts at 1")
+    return value
+
+
 def misfit(point: SweepPoint, machine: Machine) -> str | None:
     """Why `point` does not fit the machine, or None when it does."""
     if point.nodes > machine.max_nodes:
@@ -90,6 +114,7 @@ class SweepPlan:
     timeout: float = DEFAULT_TIMEOUT_S
     invocation: str = field(default_factory=lambda: " ".join(["gpubench", *sys.argv[1:]]))
     force: bool = False  # run points that already have an ok record too
+    repeat: int = 1  # runs of each point
 
     def __post_init__(self) -> None:
         bad = [p for p in self.points if not isinstance(p, SweepPoint)]
@@ -101,12 +126,14 @@ class SweepPlan:
 @dataclass
 class SweepResult:
     records: list[dict] = field(default_factory=list)  # appended by this sweep
-    skipped: dict[SweepPoint, dict] = field(default_factory=dict)  # point -> its earlier ok record
+    skipped: dict[SweepPoint, dict] = field(default_factory=dict)  # point -> its newest ok record
+    stopped: str | None = None  # why the sweep stopped before its end
 
     @property
     def all_ok(self) -> bool:
-        """No run of this sweep failed (points skipped as already recorded count as ok)."""
-        return all(r["status"] == "ok" for r in self.records)
+        """No run of this sweep failed and it ran to its end (points skipped as already
+        recorded count as ok)."""
+        return self.stopped is None and all(r["status"] == "ok" for r in self.records)
 
 
 def point_of(record: dict) -> SweepPoint | None:
@@ -117,61 +144,153 @@ def point_of(record: dict) -> SweepPoint | None:
     return SweepPoint(nodes, world // nodes)
 
 
-def recorded_points(records: list[dict], plan: SweepPlan, machine: Machine) -> dict[SweepPoint, dict]:
-    """Points of this plan that already have an ok record: same workload, provider,
-    instance type, GPU, workload arguments, nodes and GPUs per node. The newest
-    record wins."""
-    found: dict[SweepPoint, dict] = {}
+def recorded_points(records: list[dict], plan: SweepPlan, machine: Machine,
+                    identity: dict | None = None) -> dict[SweepPoint, list[dict]]:
+    """Points of this plan that already have ok records, oldest first: same workload,
+    provider, instance type, GPU, workload arguments, nodes and GPUs per node, and
+    for a user's script the same file and contents (`identity`: suite.script_identity)."""
+    found: dict[SweepPoint, list[dict]] = {}
     wanted = set(plan.points)
+    identity = identity or {}
     for record in records:
         if (record.get("status") == "ok"
                 and record.get("workload") == plan.workload.name
                 and record.get("provider") == machine.provider
                 and record.get("instance_type") == machine.instance_type
                 and record.get("gpu_name") == machine.gpu_name
-                and record.get("workload_args") == list(plan.workload_args)):
+                and record.get("workload_args") == list(plan.workload_args)
+                and all(record.get(k) == v for k, v in identity.items())):
             point = point_of(record)
-            if point in wanted and (point not in found
-                                    or str(record.get("time")) >= str(found[point].get("time"))):
-                found[point] = record
+            if point in wanted:
+                found.setdefault(point, []).append(record)
+    for point in found:
+        found[point].sort(key=lambda r: str(r.get("time")))
     return found
 
 
 def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
           echo: Callable[[str], None]) -> SweepResult:
-    """Get the workload to the machine, then run each point of the plan in turn;
-    every point run gets a record, ok or failed.
+    """Get the workload to the machine, then run each point of the plan in turn,
+    plan.repeat times; every run gets a record, ok or failed.
 
-    A point that already has an ok record is skipped unless plan.force, so a sweep
-    that stopped half-way (a lost machine, Ctrl-C) resumes at its first point
-    without one when it is run again. Points the machine cannot hold are skipped
-    with a line saying why.
+    A point that already has plan.repeat ok records is skipped unless plan.force
+    (one with fewer runs only the missing ones), so a sweep that stopped half-way
+    (a lost machine, Ctrl-C) resumes at its first run without one when it is run
+    again. Points the machine cannot hold are skipped with a line saying why.
     """
     machine = launcher.machine()
     result = SweepResult()
-    if not plan.force:
-        result.skipped = recorded_points(store.load().records, plan, machine)
-    launcher.prepare(plan.workload)
+    workload = replace(plan.workload, untouched=_store_paths(store))
+    identity = suite.script_identity(workload)
+    earlier = {} if plan.force else recorded_points(store.load().records, plan, machine, identity)
+    fitting = []
     for point in plan.points:
         why_not = misfit(point, machine)
         if why_not:
             echo(why_not)
-            continue
-        prefix = f"[{point.describe()}] "
-        if point in result.skipped:
-            earlier = result.skipped[point]
-            echo(f"{prefix}already recorded (run {earlier.get('run_id')}, {earlier.get('time')}); "
-                 "skipping (--force runs it again)")
-            continue
-        echo(f"{prefix}{plan.workload.name} on {machine.provider} ({machine.gpu_name})")
-        outcome = launcher.run(plan.workload, point, plan.workload_args,
-                               lambda line, p=prefix: echo(p + line), plan.timeout)
-        record = finish_record(outcome, plan, machine, point)
-        store.append(plan.run_id, record)
-        if record["status"] != "ok":
-            echo(f"{prefix}failed: {record['error']}")
-        result.records.append(record)
+        else:
+            fitting.append(point)
+    have = {point: len(earlier.get(point, [])) for point in fitting}
+    for point in fitting:
+        if have[point] >= plan.repeat:
+            result.skipped[point] = earlier[point][-1]
+            echo(f"[{point.describe()}] already recorded (run {result.skipped[point].get('run_id')}, "
+                 f"{result.skipped[point].get('time')}); skipping (--force runs it again)")
+    todo = [p for p in fitting if p not in result.skipped]
+    launcher.prepare(workload)
+    failed: set[SweepPoint] = set()
+    warned: set[str] = set()
+    for repeat in range(1, plan.repeat + 1):
+        for point in todo:
+            if point in failed or repeat <= have[point]:
+                continue  # a failed point is not run again; earlier runs count
+            stop = _run_one(launcher, plan, workload, machine, point, repeat, identity, store,
+                            echo, result, warned)
+            if result.records and result.records[-1]["status"] != "ok":
+                failed.add(point)
+            if stop:
+                result.stopped = stop
+                echo(stop)
+                return result
     return result
+
+
+def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine: Machine,
+             point: SweepPoint, repeat: int, identity: dict, store: ResultsStore,
+             echo: Callable[[str], None], result: SweepResult, warned: set[str]) -> str | None:
+    """Run one point once, record it and keep its output; returns why the sweep must
+    stop, or None."""
+    where = point.describe() + (f", run {repeat} of {plan.repeat}" if plan.repeat > 1 else "")
+    prefix = f"[{where}] "
+    name = runlogs.label(point, repeat, plan.repeat)
+    log = runlogs.RunLog([f"# gpubench {plan.workload.name} at {where} on {machine.provider} "
+                          f"({machine.gpu_name}), run {plan.run_id}, "
+                          f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"])
+
+    def on_line(line: str) -> None:
+        log.add(line)
+        echo(prefix + line)
+
+    echo(f"{prefix}{plan.workload.name} on {machine.provider} ({machine.gpu_name})")
+    outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
+    directory = getattr(store, "directory", None)  # a store of records only keeps no logs
+    log_file = runlogs.relative_path(plan.run_id, name) if directory is not None else None
+    record = finish_record(outcome, plan, machine, point, repeat, identity, log_file)
+    if log_file is not None:
+        log.write(directory, log_file, outcome.output_tail, _log_footer(outcome, record))
+    store.append(plan.run_id, record)
+    result.records.append(record)
+    if record["status"] != "ok":
+        echo(f"{prefix}failed: {record['error']}")
+        if directory is not None:
+            echo(f"{prefix}its whole output: gpubench logs {plan.run_id} {point.world_size}")
+    if record.get("machine_busy"):
+        echo(f"{prefix}note: the machine was busy: {record['machine_busy']}")
+    stop = _files_left(outcome, prefix, where, echo, warned)
+    if stop:
+        return stop
+    if outcome.failure is not None and outcome.failure.repeats:
+        return stop_reason(outcome.failure, point.describe())
+    return None
+
+
+def _files_left(outcome: RunOutcome, prefix: str, where: str, echo: Callable[[str], None],
+                warned: set[str]) -> str | None:
+    """Say what a user's script left in its working directory; a file it changed
+    stops the sweep (the next run would start from it)."""
+    files = outcome.files
+    if files is None:
+        return None
+    if not files.watched:
+        if "unwatched" not in warned:
+            warned.add("unwatched")
+            echo(f"note: files the runs leave in their working directory are not moved aside "
+                 f"({files.why_unwatched}): a checkpoint one run writes may change what the next "
+                 "does; --workdir DIR runs them in a project directory that is watched")
+        return None
+    if files.left_behind:
+        shown = ", ".join(files.left_behind[:5]) + (" ..." if len(files.left_behind) > 5 else "")
+        echo(f"{prefix}the run left {len(files.left_behind)} file(s) in its working directory "
+             f"({shown}); moved to {files.kept_in}, so that the next run starts from the same files")
+    if files.changed:
+        shown = ", ".join(files.changed[:5]) + (" ..." if len(files.changed) > 5 else "")
+        return (f"stopping the sweep: the run at {where} changed files that were in its working "
+                f"directory before it ({shown}); the next run would start from them. Put them "
+                "back or move them out, then run the sweep again")
+    return None
+
+
+def _log_footer(outcome: RunOutcome, record: dict) -> list[str]:
+    lines = [f"# command: {record.get('launch_command')}",
+             f"# exit code {outcome.returncode} after {outcome.elapsed_seconds:.1f}s: "
+             f"{record['status']}" + (f": {record['error']}" if record.get("error") else "")]
+    return lines
+
+
+def _store_paths(store) -> tuple:
+    """The results directory, which a run's file guard leaves alone."""
+    directory = getattr(store, "directory", None)
+    return (directory.resolve(),) if directory is not None else ()
 
 
 def run_sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
@@ -186,13 +305,17 @@ class NothingFitsError(GpubenchError):
 
 def sweep_new_run(launcher: Launcher, workload: WorkloadRef, points: list[SweepPoint] | None,
                   workload_args: list[str], store: ResultsStore, echo: Callable[[str], None],
-                  timeout: float = DEFAULT_TIMEOUT_S, force: bool = False) -> tuple[SweepPlan, SweepResult]:
+                  timeout: float = DEFAULT_TIMEOUT_S, force: bool = False,
+                  repeat: int | None = None) -> tuple[SweepPlan, SweepResult]:
     """Sweep `workload` as a new run over `points` (None: the machine's default
-    points) and return the plan (its run id) and what was recorded. A sweep whose
-    every point was already recorded runs nothing and is no error; one whose no
-    point fits the machine raises NothingFitsError."""
-    chosen = points or default_points(launcher.machine())
-    plan = SweepPlan(workload, chosen, list(workload_args), new_run_id(), timeout, force=force)
+    points), `repeat` times each (None: default_repeats), and return the plan (its
+    run id) and what was recorded. A sweep whose every point was already recorded
+    runs nothing and is no error; one whose no point fits the machine raises
+    NothingFitsError."""
+    machine = launcher.machine()
+    chosen = points or default_points(machine)
+    plan = SweepPlan(workload, chosen, list(workload_args), new_run_id(), timeout, force=force,
+                     repeat=repeat or default_repeats(machine))
     result = sweep(launcher, plan, store, echo)
     if not result.records and not result.skipped:
         raise NothingFitsError("no GPU count of the sweep fits this machine")

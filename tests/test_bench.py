@@ -43,6 +43,9 @@ def test_bench_rents_sweeps_reports_and_terminates(cloud, tmp_path, cli):
     assert records[0]["price_per_hour"] == pytest.approx(entry.price_per_hour / 2)  # 1 GPU of 2
     assert "[1 gpu] rank 0 of 1 started" in out and "skipping 4 GPUs" in out
     assert "b1 terminated; the whole bench cost $" in out
+    # it ran on the mock's CPU, whatever GPU the mock advertises: the record and the table say so
+    assert (records[0]["device"], records[0]["mock_instance"]) == ("cpu", True)
+    assert "on a CPU standing in for GPUs" in out and "(mock, CPU)" in out
 
 
 @pytest.mark.slow

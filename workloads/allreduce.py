@@ -26,13 +26,14 @@ import time
 import torch
 import torch.distributed as dist
 
+import flags
 import harness
 import metrics
 
 WORKLOAD = "allreduce"
-DEFAULT_MIN_BYTES = 1 << 10   # 1 KB
-DEFAULT_MAX_BYTES = 1 << 30   # 1 GB
-DEFAULT_ITERS = 20            # nccl-tests' -n default
+DEFAULT_MIN_BYTES = flags.ALLREDUCE_MIN_BYTES  # 1 KB
+DEFAULT_MAX_BYTES = flags.ALLREDUCE_MAX_BYTES  # 1 GB
+DEFAULT_ITERS = flags.ALLREDUCE_ITERS          # nccl-tests' -n default
 SIZE_FACTOR = 2               # nccl-tests' -f 2
 DTYPE, DTYPE_BYTES = torch.float32, 4
 MEMORY_SHARE = 0.5            # at most this share of the free memory goes to the buffer
@@ -92,16 +93,7 @@ class Bench:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = harness.common_parser(__doc__.splitlines()[0], default_batch=1)
-    parser.add_argument("--min-bytes", type=int, default=DEFAULT_MIN_BYTES)
-    parser.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES)
-    parser.set_defaults(steps=DEFAULT_ITERS)
-    args = parser.parse_args(argv)
-    harness.check_positive(args, parser)
-    if args.min_bytes < DTYPE_BYTES or args.max_bytes < args.min_bytes:
-        parser.error(f"need {DTYPE_BYTES} <= --min-bytes <= --max-bytes")
-    if args.data != "synthetic" or args.compile or args.precision != "fp32":
-        parser.error("allreduce takes no --data, --compile or --precision (it sends float32)")
+    args = flags.parse(WORKLOAD, argv)
     ctx = harness.setup_distributed()
     try:
         cap = memory_cap(ctx)
@@ -131,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                    "peak_busbw": peak["busbw"], "peak_busbw_size": peak["size"],
                    "peak_algbw": max(row["algbw"] for row in curve),
                    "largest_size_busbw": curve[-1]["busbw"],
+                   "largest_size_algbw": curve[-1]["algbw"],
                    "throughput": max(row["algbw"] for row in curve),
                    "throughput_metric": "peak algbw"},
         )

@@ -13,7 +13,9 @@ of context, vocabulary 50304: GPT-2's 50257 padded to a multiple of 64).
 Attention is F.scaled_dot_product_attention (flash attention where the GPU
 has it). Tokens are random ids made on the device, so the loop measures the
 model and the all-reduce. An "epoch" is OpenWebText's ~9B training tokens;
-without --steps or --epochs the run is 50 steps after the warm-up.
+without --steps or --epochs the run is 50 steps after the warm-up. On a CPU the
+defaults shrink to what a CPU machine holds (1 sequence of 256 tokens, 2 warm-up
+and 5 measured steps: flags.DEVICE_SIZES), and the record says so (size: cpu).
 
 Model FLOPs per token are the PaLM / nanoGPT count, 6*N + 12*L*H*Q*T
 (metrics.gpt_flops_per_token); MFU is the achieved model FLOP/s of one GPU
@@ -31,11 +33,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+import flags
 import harness
 import metrics
 
 WORKLOAD = "gpt-ddp"
-DEFAULT_BATCH = 8  # sequences per GPU; nanoGPT uses 12 with gradient accumulation
+# sequences per GPU: 8 (nanoGPT uses 12 with gradient accumulation); 2 of 256 tokens on a CPU
 OPENWEBTEXT_TRAIN_TOKENS = 9_035_582_198  # nanoGPT's prepared train.bin
 DEFAULT_STEPS = 50  # without --steps or --epochs (an epoch is days of GPU time)
 
@@ -161,29 +164,12 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = harness.common_parser(__doc__.splitlines()[0], DEFAULT_BATCH)
-    defaults = GPTConfig()
-    parser.add_argument("--n-layer", type=int, default=defaults.n_layer)
-    parser.add_argument("--n-head", type=int, default=defaults.n_head)
-    parser.add_argument("--n-embd", type=int, default=defaults.n_embd)
-    parser.add_argument("--block-size", type=int, default=defaults.block_size,
-                        help="tokens per sequence")
-    parser.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
-    parser.add_argument("--tf32", action="store_true",
-                        help="let fp32 matmuls use TF32 tensor cores (MFU is then against the TF32 peak)")
-    parser.set_defaults(epochs=None)
-    args = parser.parse_args(argv)
-    harness.check_positive(args, parser)
-    if args.data != "synthetic":
-        parser.error("--data: gpt-ddp runs on synthetic tokens only")
-    if min(args.n_layer, args.n_head, args.n_embd, args.block_size, args.vocab_size) < 1:
-        parser.error("model sizes must be positive")
-    if args.n_embd % args.n_head:
-        parser.error("--n-embd must be a multiple of --n-head")
-    cfg = GPTConfig(args.block_size, args.vocab_size, args.n_layer, args.n_head, args.n_embd)
+    args = flags.parse(WORKLOAD, argv)
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     ctx = harness.setup_distributed()
+    size = flags.size_for_device(WORKLOAD, args, ctx.device.type)
+    cfg = GPTConfig(args.block_size, args.vocab_size, args.n_layer, args.n_head, args.n_embd)
     try:
         trainer = Trainer(ctx, args, cfg)
         tokens_per_step = args.batch_size * cfg.block_size * ctx.world_size
@@ -204,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             extra={"model": "gpt", **asdict(cfg), "params": trainer.n_params, "data": "synthetic",
                    "sequences_per_gpu": args.batch_size, "tokens_per_step": tokens_per_step,
                    "steps_per_epoch": steps_per_epoch, "epochs": steps / steps_per_epoch,
-                   "tf32": args.tf32, "flops_per_token": flops_per_token,
+                   "tf32": args.tf32, "flops_per_token": flops_per_token, "size": size,
                    "flops_formula": "6*N + 12*L*H*Q*T (PaLM appendix B, nanoGPT estimate_mfu)"},
         )
         tokens_per_s = record["throughput"] or 0.0

@@ -28,36 +28,8 @@ import torch
 import torch.distributed as dist
 
 import record_schema
+from flags import check_positive, common_parser  # noqa: F401  (the flags every workload shares)
 from record_schema import SCHEMA_VERSION
-
-
-# --------------------------------------------------------------------------- flags
-def common_parser(description: str, default_batch: int) -> argparse.ArgumentParser:
-    """The flags every workload shares; a workload adds its own on top."""
-    p = argparse.ArgumentParser(description=description)
-    p.add_argument("--steps", type=int, default=None,
-                   help="measured steps after warm-up (default: whole epochs)")
-    p.add_argument("--epochs", type=int, default=1, help="measured epochs when --steps is absent")
-    p.add_argument("--warmup", type=int, default=5, help="untimed warm-up steps")
-    p.add_argument("--batch-size", type=int, default=default_batch, help="batch size per GPU")
-    p.add_argument("--data", default="synthetic", help="'synthetic' or a dataset path")
-    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
-    p.add_argument("--compile", action="store_true", help="wrap the model in torch.compile")
-    p.add_argument("--profile", default=None, metavar="DIR",
-                   help="after the measured window, profile a few more steps with torch.profiler "
-                        "and write a TensorBoard trace to DIR (one file per rank)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--record-file", default=None,
-                   help="where rank 0 writes the JSON result record")
-    return p
-
-
-def check_positive(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    for name in ("batch_size", "epochs", "warmup"):
-        if getattr(args, name) is not None and getattr(args, name) < (0 if name == "warmup" else 1):
-            parser.error(f"--{name.replace('_', '-')} must be positive")
-    if args.steps is not None and args.steps < 1:
-        parser.error("--steps must be at least 1")
 
 
 # --------------------------------------------------------------------------- DDP

@@ -20,11 +20,11 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
+import flags
 import harness
 import mnist_data
 
 WORKLOAD = "mnist-ddp"
-DEFAULT_BATCH = 64  # pytorch/examples' default
 
 
 class Net(nn.Module):
@@ -90,9 +90,7 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = harness.common_parser(__doc__.splitlines()[0], DEFAULT_BATCH)
-    args = parser.parse_args(argv)
-    harness.check_positive(args, parser)
+    args = flags.parse(WORKLOAD, argv)
     torch.manual_seed(args.seed)
     shapes = harness.fixed_shapes()
     ctx = harness.setup_distributed()

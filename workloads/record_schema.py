@@ -48,8 +48,13 @@ FAILED_ROWS = "failed rows"  # only the failed runs listed after the figures
 ALWAYS = "always"
 VARIES = "varies"  # only when its rows do not all have the same value
 ABOVE_ONE = "above one"  # only when a row's value is above 1
-PRESENT = "present"  # only when a row has a value (Slurm's fields, absent elsewhere)
+SOME_ROW = "some row"  # only when a row has a value (not null, not empty)
 MULTI_NODE = "multi-node"  # only when a row spans more than one node
+
+# Which tables for people show a column: those of work per second (training
+# workloads, scripts), those of a bandwidth test (allreduce), or both (None).
+WORK_TABLES = "work"
+BANDWIDTH_TABLES = "bandwidth"
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class Heading:
     per_run: str | None = None  # the heading where one whole run is the unit of work
     #                              (a user's script timed as a whole), when it differs
     per_run_shown: bool = True  # False: such tables leave the column out
+    tables: str | None = None  # WORK_TABLES or BANDWIDTH_TABLES: only those show it
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,9 @@ FIELDS: tuple[Field, ...] = (
       BOTH, LABEL, "", column=EVERY_ROW),
     F("workload_args", list, "", "the arguments given to the workload; reruns are matched on them",
       GPUBENCH, LABEL, "", column=EVERY_ROW, heading=Heading("args", when=VARIES)),
+    F("script_sha256", str, "", "SHA-256 of a user's script as it ran; an edited script is "
+      "another configuration, measured again", GPUBENCH, LABEL, "", column=EVERY_ROW,
+      heading=Heading("script", when=VARIES)),
     F("provider", str, "", "where it ran: lambda, vast, runpod, local, ssh, slurm or mock",
       GPUBENCH, LABEL, "", ("cloud",), EVERY_ROW, Heading("provider")),
     F("instance_type", str, "", "the provider's name for the machine type",
@@ -100,52 +109,93 @@ FIELDS: tuple[Field, ...] = (
       BOTH, NUMBER, 1, column=EVERY_ROW, heading=Heading("nodes", when=ABOVE_ONE)),
     F("status", str, "", "ok or failed (a record without one succeeded if it measured something)",
       BOTH, LABEL, "", column=EVERY_ROW),
+    F("repeats", int, "runs", "the ok runs of the configuration that its figures are the median of",
+      REPORT, column=EVERY_ROW, heading=Heading("runs", when=ABOVE_ONE)),
     F("throughput", float, "throughput_unit", "work per second over the timed window, all ranks "
-      "together", BOTH, NUMBER, None,
+      "together (a row: the median of its runs)", BOTH, NUMBER, None,
       ("samples_per_s", "samples_per_sec", "samples_per_second", "images_per_s"), EVERY_ROW,
-      Heading("{unit}/s")),
+      Heading("{unit}/s", tables=WORK_TABLES)),
+    F("throughput_min", float, "throughput_unit", "the lowest throughput of the row's runs",
+      REPORT, column=EVERY_ROW),
+    F("throughput_max", float, "throughput_unit", "the highest throughput of the row's runs",
+      REPORT, column=EVERY_ROW),
+    F("spread", float, "", "the runs' throughput range over their median, (max - min) / median; "
+      "cost per unit of work spreads by about the same share; null for a single run",
+      REPORT, column=EVERY_ROW, heading=Heading("spread", when=SOME_ROW)),
     F("throughput_unit", str, "", "samples/s, images/s, tokens/s, GB/s, or runs/s for a script "
       "timed as a whole", BOTH, LABEL, "samples/s", ("unit",), EVERY_ROW),
     F("work_unit", str, "", "what the costs count: the throughput unit without /s",
       REPORT, column=EVERY_ROW),
-    F("speedup", float, "x", "throughput over the baseline record's throughput",
-      REPORT, column=EVERY_ROW, heading=Heading("speedup")),
+    F("speedup", float, "x", "median throughput over the baseline's median throughput; none "
+      "for a bandwidth test", REPORT, column=EVERY_ROW, heading=Heading("speedup", tables=WORK_TABLES)),
+    F("speedup_min", float, "x", "the lowest speedup the runs allow: this row's slowest run "
+      "against the baseline's fastest", REPORT, column=EVERY_ROW),
+    F("speedup_max", float, "x", "the highest: this row's fastest run against the baseline's slowest",
+      REPORT, column=EVERY_ROW),
     F("efficiency", float, "", "speedup per GPU added: speedup / (gpus / the baseline's gpus)",
-      REPORT, column=EVERY_ROW, heading=Heading("efficiency")),
+      REPORT, column=EVERY_ROW, heading=Heading("efficiency", tables=WORK_TABLES)),
     F("node_speedup", float, "x", "throughput over that of the 1-node record with the same GPUs "
-      "per node", REPORT, column=EVERY_ROW, heading=Heading("node speedup", when=MULTI_NODE)),
+      "per node", REPORT, column=EVERY_ROW, heading=Heading("node speedup", when=MULTI_NODE, tables=WORK_TABLES)),
     F("node_efficiency", float, "", "node speedup per node added: node_speedup / nodes",
-      REPORT, column=EVERY_ROW, heading=Heading("node eff", when=MULTI_NODE)),
+      REPORT, column=EVERY_ROW, heading=Heading("node eff", when=MULTI_NODE, tables=WORK_TABLES)),
     F("baseline", str, "", "what speedup is relative to, in words",
       REPORT, column=EVERY_ROW),
+    # a bandwidth test (allreduce): nccl-tests' figures, per rank count
+    F("peak_busbw", float, "GB/s", "the highest bus bandwidth over the message sizes",
+      WORKLOAD, NUMBER, None, column=EVERY_ROW,
+      heading=Heading("peak busbw GB/s", tables=BANDWIDTH_TABLES)),
+    F("peak_busbw_size", int, "bytes", "the message size of the peak bus bandwidth",
+      WORKLOAD, NUMBER, None, column=EVERY_ROW, heading=Heading("at bytes", tables=BANDWIDTH_TABLES)),
+    F("peak_algbw", float, "GB/s", "the highest algorithm bandwidth over the message sizes",
+      WORKLOAD, NUMBER, None, column=EVERY_ROW,
+      heading=Heading("peak algbw GB/s", tables=BANDWIDTH_TABLES)),
+    F("max_bytes", int, "bytes", "the largest message size measured (capped by memory)",
+      WORKLOAD, NUMBER, None, column=EVERY_ROW, heading=Heading("largest bytes", tables=BANDWIDTH_TABLES)),
+    F("largest_size_busbw", float, "GB/s", "the bus bandwidth at the largest message size",
+      WORKLOAD, NUMBER, None, column=EVERY_ROW,
+      heading=Heading("busbw there GB/s", tables=BANDWIDTH_TABLES)),
+    F("largest_size_algbw", float, "GB/s", "the algorithm bandwidth at the largest message size",
+      WORKLOAD, NUMBER, None, column=EVERY_ROW,
+      heading=Heading("algbw there GB/s", tables=BANDWIDTH_TABLES)),
     F("price_per_hour", float, "$/h", "the price of the GPUs the run used (a share of the "
       "machine); null when unknown, 0 on a free machine",
       GPUBENCH, NUMBER, None, ("price", "usd_per_hour", "dollars_per_hour", "hourly_price"),
       EVERY_ROW, Heading("$/h")),
     F("epoch_seconds", float, "s", "one epoch (or one run) at this throughput",
-      REPORT, column=EVERY_ROW, heading=Heading("epoch s", per_run="s/run")),
+      REPORT, column=EVERY_ROW, heading=Heading("epoch s", per_run="s/run", tables=WORK_TABLES)),
     F("cost_per_epoch", float, "$", "one epoch (or one run) at this price and throughput",
-      REPORT, column=EVERY_ROW, heading=Heading("$/epoch", per_run="$/run")),
+      REPORT, column=EVERY_ROW, heading=Heading("$/epoch", per_run="$/run", tables=WORK_TABLES)),
     F("cost_per_million_samples", float, "$", "a million units of work at this price and throughput",
-      REPORT, column=EVERY_ROW, heading=Heading("$/M {unit}", per_run_shown=False)),
+      REPORT, column=EVERY_ROW,
+      heading=Heading("$/M {unit}", per_run_shown=False, tables=WORK_TABLES)),
+    F("cost_per_million_samples_min", float, "$", "the same at the row's fastest run",
+      REPORT, column=EVERY_ROW),
+    F("cost_per_million_samples_max", float, "$", "the same at the row's slowest run",
+      REPORT, column=EVERY_ROW),
     F("samples_per_dollar", float, "work/$", "units of work one dollar buys (inf on a free machine)",
-      REPORT, column=EVERY_ROW, heading=Heading("{unit}/$")),
+      REPORT, column=EVERY_ROW, heading=Heading("{unit}/$", tables=WORK_TABLES)),
     F("gpu_hours_per_epoch", float, "GPU-h", "one epoch (or one run) in GPU-hours at this "
       "throughput, where the allocation is counted in GPU-hours (Slurm)",
-      REPORT, column=EVERY_ROW, heading=Heading("GPU-h/epoch", per_run="GPU-h/run", when=PRESENT)),
+      REPORT, column=EVERY_ROW, heading=Heading("GPU-h/epoch", per_run="GPU-h/run", when=SOME_ROW)),
     F("gpu_hours", float, "GPU-h", "the job's allocation: GPUs x Slurm's elapsed time",
-      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("GPU-h", when=PRESENT)),
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("GPU-h", when=SOME_ROW)),
     F("core_hours", float, "core-h", "the job's allocation: CPU cores x Slurm's elapsed time",
-      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("core-h", when=PRESENT)),
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("core-h", when=SOME_ROW)),
     F("queue_wait_s", float, "s", "submission to start: the time the job waited in Slurm's queue",
-      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("queue s", when=PRESENT)),
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("queue s", when=SOME_ROW)),
     F("slurm_elapsed_s", float, "s", "the job's run time as Slurm counts it (start to end)",
-      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("run s", when=PRESENT)),
+      LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("run s", when=SOME_ROW)),
     F("cheapest", bool, "", "the least money for the same work, of its workload",
       REPORT, column=EVERY_ROW),
     F("fastest", bool, "", "the highest throughput of its workload",
       REPORT, column=EVERY_ROW),
     F("pareto", bool, "", "no configuration of its workload beats it on both time and cost",
+      REPORT, column=EVERY_ROW),
+    F("noisy", bool, "", "the runs' spread is wider than the report's noise limit (10%)",
+      REPORT, column=EVERY_ROW),
+    F("suspect", str, "", "why the speedup is not to be trusted (more than 5% above the process "
+      "count) and its likely cause; null when nothing is suspect", REPORT, column=EVERY_ROW),
+    F("busy", str, "", "the machine was busy with other work during a run of the row: how busy",
       REPORT, column=EVERY_ROW),
     F("median_step_s", float, "s", "the median time of one timed step",
       WORKLOAD, NUMBER, None, ("step_time_s", "median_step_time"), EVERY_ROW),
@@ -167,10 +217,20 @@ FIELDS: tuple[Field, ...] = (
       "whole: the whole process)", BOTH, NUMBER, None),
     F("cost", float, "$", "what the run cost: price_per_hour x wall_seconds",
       GPUBENCH, NUMBER, None),
+    F("device", str, "", "where the work ran: cuda or cpu (a CPU can stand in for the GPUs a "
+      "machine advertises: the mock cloud, a GPU machine whose torch sees no CUDA)",
+      BOTH, LABEL, ""),
+    F("mock_instance", bool, "", "the machine was an instance of gpubench's mock cloud",
+      GPUBENCH, NUMBER, None),
+    F("repeat_count", int, "runs", "the runs of each configuration the sweep asked for (--repeat)",
+      GPUBENCH, NUMBER, 1),
+    F("threads_per_process", int, "threads", "torch's intra-op threads in each process (a user's "
+      "script: the OMP_NUM_THREADS it was given)", BOTH, NUMBER, None),
+    F("machine_busy", str, "", "why the machine counted as busy with other work around the run "
+      "(see busy_before, other_cpu_share); null when it did not", GPUBENCH, TEXT, None),
 
     # ---- the rest of the workload's half
     F("host", str, "", "the host name of rank 0", WORKLOAD),
-    F("device", str, "", "cuda or cpu", WORKLOAD),
     F("world_size", int, "processes", "processes in the process group", BOTH),
     F("backend", str, "", "the torch.distributed backend: nccl or gloo", WORKLOAD),
     F("compiled", bool, "", "the model ran under torch.compile", WORKLOAD),
@@ -180,7 +240,9 @@ FIELDS: tuple[Field, ...] = (
     F("steps", int, "steps", "timed steps", WORKLOAD),
     F("samples", int, "samples", "samples in the timed window, all ranks together", WORKLOAD),
     F("p90_step_s", float, "s", "the 90th percentile of one timed step", WORKLOAD),
-    F("threads_per_process", int, "threads", "torch's intra-op threads in each process", WORKLOAD),
+    F("size", str, "", "which default size of a heavy workload ran: full (the published shape), "
+      "cpu (smaller defaults that fit a CPU machine's memory) or given (the flags named every "
+      "size)", WORKLOAD),
     F("workload_argv", list, "", "the workload's own command-line arguments", WORKLOAD),
     F("cudnn_benchmark", bool, "", "cuDNN chose its convolution algorithms during the warm-up",
       WORKLOAD),
@@ -211,6 +273,37 @@ FIELDS: tuple[Field, ...] = (
     F("controller_host", str, "", "the host gpubench ran on", GPUBENCH),
     F("timing", str, "", "how a user's script was timed: 'script' (its own throughput) or "
       "'whole process'", GPUBENCH),
+    F("repeat", int, "", "which run of its configuration this was, 1 to repeat_count", GPUBENCH),
+    F("script_path", str, "", "a user's script, resolved: what a rerun is matched on", GPUBENCH),
+    F("workdir_sha256", str, "", "SHA-256 over the files of --workdir (paths and contents) before "
+      "the sweep", GPUBENCH),
+    F("log_file", str, "", "the run's whole output, relative to the results directory "
+      "(gpubench logs RUN COUNT)", GPUBENCH),
+    F("left_behind", list, "", "files the run created in its working directory, moved aside so "
+      "that the next run starts from the same files", GPUBENCH),
+    F("failure_kind", str, "", "what kind of failure: usage, import, missing file, devices, "
+      "signal, out of memory, timeout, no exit status or failed", GPUBENCH),
+    F("exit_signal", str, "", "the signal that ended a worker or the run (SIGKILL, SIGSEGV, ...)",
+      GPUBENCH),
+    # the machine around the run (gpubench/launch/machine_load.py)
+    F("cpu_cores", int, "cores", "CPU cores the run could use on its machine (one node)", GPUBENCH),
+    F("cpu_pinning", str, "", "whether each process was held to cores of its own: none, or "
+      "'distinct cores'", GPUBENCH),
+    F("load_before", float, "", "the machine's 1-minute load average over its cores as the run "
+      "started (it includes the previous run's last minute)", GPUBENCH),
+    F("busy_before", float, "", "the share of the cores busy with other work in the half second "
+      "before the run started", GPUBENCH),
+    F("other_cpu_share", float, "", "the share of the cores' time that other processes took "
+      "while the run ran", GPUBENCH),
+    F("run_cpu_seconds", float, "s", "CPU time the run's processes got, all together", GPUBENCH),
+    F("run_cores_used", float, "cores", "run_cpu_seconds over the run's wall time: the cores' "
+      "worth of CPU the workers got", GPUBENCH),
+    F("peak_rss_bytes", float, "bytes", "the most memory the run's processes held together (RSS, "
+      "sampled)", GPUBENCH),
+    F("memory_total_bytes", float, "bytes", "the machine's memory", GPUBENCH),
+    F("memory_available_min_bytes", float, "bytes", "the least memory available on the machine "
+      "while the run ran", GPUBENCH),
+
     F("slurm_job_id", str, "", "the Slurm job that ran it", LAUNCHER, LABEL, "", column=EVERY_ROW),
     F("slurm_partition", str, "", "the partition the job ran in", LAUNCHER),
     F("slurm_account", str, "", "the account the job was charged to; null when the default",

@@ -29,10 +29,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+import flags
 import harness
 
 WORKLOAD = "recsys-ddp"
-DEFAULT_BATCH = 1024  # ratings per GPU
 DEFAULT_EMBEDDING = 32  # the seeds' model
 
 # users, movies, ratings of each release (the GroupLens README of each)
@@ -169,14 +169,7 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = harness.common_parser(__doc__.splitlines()[0], DEFAULT_BATCH)
-    parser.add_argument("--shape", choices=sorted(MOVIELENS_SHAPES), default="ml-1m",
-                        help="the MovieLens release synthetic data imitates")
-    parser.add_argument("--embedding-dim", type=int, default=DEFAULT_EMBEDDING)
-    args = parser.parse_args(argv)
-    harness.check_positive(args, parser)
-    if args.embedding_dim < 1:
-        parser.error("--embedding-dim must be positive")
+    args = flags.parse(WORKLOAD, argv)
     torch.manual_seed(args.seed)
     ctx = harness.setup_distributed()
     try:

@@ -11,7 +11,9 @@ The batches are random tensors made once on the device, so the loop measures
 the GPU and the all-reduce, not a JPEG decoder: the figure to compare with is
 a synthetic-data ResNet-50 training benchmark (images/s per GPU). An "epoch"
 is ImageNet-1k's 1,281,167 training images; without --steps or --epochs the
-run is 200 steps after the warm-up.
+run is 200 steps after the warm-up. On a CPU the defaults shrink to what a CPU
+machine holds (batch 8, 2 warm-up and 10 measured steps: flags.DEVICE_SIZES),
+and the record says so (size: cpu).
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+import flags
 import harness
 
 WORKLOAD = "resnet-ddp"
-DEFAULT_BATCH = 256  # per GPU, in the range MLPerf and NVIDIA's examples use for ResNet-50
+# batch per GPU: 256, in the range MLPerf and NVIDIA's examples use (16 on a CPU: flags.DEVICE_SIZES)
 IMAGENET_TRAIN_IMAGES = 1_281_167
 SYNTHETIC_BATCHES = 4  # distinct random batches cycled through, made once on the device
 DEFAULT_STEPS = 200  # without --steps/--epochs; the report derives epoch time from throughput
@@ -150,21 +153,11 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = harness.common_parser(__doc__.splitlines()[0], DEFAULT_BATCH)
-    parser.add_argument("--depth", type=int, choices=sorted(ARCHS), default=50)
-    parser.add_argument("--width", type=int, default=64, help="channels of the stem (64 in ResNet-50)")
-    parser.add_argument("--image-size", type=int, default=224)
-    parser.add_argument("--num-classes", type=int, default=1000)
-    parser.set_defaults(epochs=None)
-    args = parser.parse_args(argv)
-    harness.check_positive(args, parser)
-    if args.data != "synthetic":
-        parser.error("--data: resnet-ddp runs on synthetic ImageNet-shaped batches only")
-    if args.image_size < 32 or args.width < 1:
-        parser.error("--image-size must be at least 32 and --width at least 1")
+    args = flags.parse(WORKLOAD, argv)
     torch.manual_seed(args.seed)
     shapes = harness.fixed_shapes()
     ctx = harness.setup_distributed()
+    size = flags.size_for_device(WORKLOAD, args, ctx.device.type)
     try:
         trainer = Trainer(ctx, args)
         global_batch = args.batch_size * ctx.world_size
@@ -179,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                    "params": trainer.n_params, "memory_format": "channels_last",
                    "conv_tf32": torch.backends.cudnn.allow_tf32 and ctx.device.type == "cuda",
                    "data": "synthetic", "steps_per_epoch": steps_per_epoch,
-                   "epochs": steps / steps_per_epoch, **shapes},
+                   "epochs": steps / steps_per_epoch, "size": size, **shapes},
         )
         record["images_per_s_per_gpu"] = (record["throughput"] / ctx.world_size
                                           if record["throughput"] else None)

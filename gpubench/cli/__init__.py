@@ -8,8 +8,8 @@ import sys
 import typer
 
 from gpubench import __version__
-from gpubench.cli import (bench_cmd, down_cmd, ls_cmd, mock_cmd, offers_cmd, provision_cmd,
-                          report_cmd, run_cmd, ssh_cmd, workloads_cmd)
+from gpubench.cli import (bench_cmd, down_cmd, logs_cmd, ls_cmd, mock_cmd, offers_cmd,
+                          provision_cmd, report_cmd, run_cmd, ssh_cmd, workloads_cmd)
 from gpubench.cli.render import err
 from gpubench.errors import GpubenchError
 
@@ -39,6 +39,7 @@ def root(
 
 run_cmd.register(app)
 report_cmd.register(app)
+logs_cmd.register(app)
 workloads_cmd.register(app)
 mock_cmd.register(app)
 offers_cmd.register(app)

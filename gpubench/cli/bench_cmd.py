@@ -9,7 +9,7 @@ import typer
 from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt,
                                   MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, NoPreflightOpt, ProviderArg,
-                                  RemotePythonOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
+                                  RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
                                   WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.render import err, out
 
@@ -40,6 +40,7 @@ def bench(
     max_hours: MaxHoursOpt = None,
     budget: BudgetOpt = None,
     no_preflight: NoPreflightOpt = False,
+    repeat: RepeatOpt = None,
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -48,12 +49,14 @@ def bench(
     from gpubench.sweep import parse_counts
 
     refs = suite.resolve_list(workload, workdir)
+    for ref in refs:  # before anything is rented
+        suite.check_args(ref, list(workload_args or []))
     store = ResultsStore.for_writing(results)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
                        name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
-                       budget=budget, preflight=not no_preflight)
+                       budget=budget, preflight=not no_preflight, repeat=repeat)
     plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
     confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench ({plan.describe()}; "
                     "terminated at the end unless --keep)?",

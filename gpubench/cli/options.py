@@ -97,6 +97,8 @@ REMOTE_PYTHON_HELP = "The Python with torch on the remote machine."
 WORKDIR_HELP = ("The project directory of your own script(s): sent whole to a remote machine "
                 "(less what its .gitignore names), and runs start in it.")
 RUN_TIMEOUT_HELP = "Seconds allowed for each run."
+REPEAT_HELP = ("Runs of each GPU count; the report gives their median and spread "
+               "[default: 1 on a GPU machine, 3 on a CPU].")
 
 GpuCountsOpt = Annotated[Optional[str], typer.Option("--gpus", help=GPU_COUNTS_HELP)]
 WorkloadArgsArg = Annotated[Optional[List[str]],
@@ -105,6 +107,7 @@ ForceOpt = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
 RemotePythonOpt = Annotated[str, typer.Option("--remote-python", help=REMOTE_PYTHON_HELP)]
 WorkdirOpt = Annotated[Optional[Path], typer.Option("--workdir", help=WORKDIR_HELP)]
 RunTimeoutOpt = Annotated[float, typer.Option("--timeout", min=1, help=RUN_TIMEOUT_HELP)]
+RepeatOpt = Annotated[Optional[int], typer.Option("--repeat", min=1, help=REPEAT_HELP)]
 
 # Terminating (down): a different --timeout from a run's.
 GONE_TIMEOUT_HELP = "Seconds to wait for each instance to be gone."

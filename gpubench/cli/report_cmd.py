@@ -28,6 +28,8 @@ COMPARE_HELP = (
     "and GPU count (and GPU, when comparing providers).")
 SINCE_HELP = ("Only records made at or after DATE: 2026-01-31, 2026-01-31T12:00 (UTC), "
               "or an age: 12h, 7d, 2w.")
+FAILURES_HELP = ("Which failed runs to list: none, latest (those of configurations that have "
+                 "not run ok since) or all.")
 
 
 def _print(rendered) -> None:
@@ -55,19 +57,26 @@ def report(
         "--plot", metavar="DIR",
         help="Also write figures per workload into DIR: throughput, efficiency, cost against time.")] = None,
     plot_format: Annotated[str, typer.Option("--plot-format", help="png, svg or both.")] = "png",
+    failures: Annotated[str, typer.Option("--failures", help=FAILURES_HELP)] = "latest",
 ) -> None:
     """Throughput, speedup, efficiency and cost per workload, GPU, provider and precision.
 
     Marks the fastest configuration of each workload and the cheapest (the least money
     for the same amount of work; a machine without a price has an unknown cost, never 0).
-    Failed runs are listed, never counted; of repeated runs of one configuration the
-    latest wins. Tokens replace samples for workloads that measure tokens/s.
+    Failed runs are listed, never counted. A configuration run several times (--repeat)
+    shows the median of its latest runs and their spread, marked noisy above 10%; a
+    speedup above the process count is marked suspect, with its likely cause.
+    Tokens replace samples for workloads that measure tokens/s.
     The columns of a long history (64 MB of records and up) are cached in the state
     directory, so the next report reads only the files that changed.
     """
     from gpubench.report.plots import plot_file_formats, require_matplotlib
 
     check_format(fmt)
+    from gpubench.report.compute import FAILURES
+
+    if failures not in FAILURES:
+        raise UsageError(f"--failures: '{failures}' is not one of {', '.join(FAILURES)}")
     plot_formats = plot_file_formats(plot_format)
     if html is not None:
         require_matplotlib("--html")
@@ -83,6 +92,9 @@ def report(
         err(f"warning: {warning}")
     frame = filter_records(loaded.frame, run, since_text)
     if workload is not None:
+        from gpubench.suite import canonical_name
+
+        workload = canonical_name(workload)  # ./train.py as its records name it
         frame = only_workload(frame, workload, where)
     if frame.empty and fmt in ("csv", "json") and not compare:
         err(f"note: no result records {'matching these filters ' if (run or since) else ''}in {where}")
@@ -96,7 +108,7 @@ def report(
     from gpubench.report.compute import build_report, parse_baseline
     from gpubench.report.render import render
 
-    built = build_report(frame, parse_baseline(baseline, frame))
+    built = build_report(frame, parse_baseline(baseline, frame), failures)
     compare = tuple(compare) if compare else None
     _print(render(built, fmt, workload, compare))
     _write_extras(built, html, plot, plot_formats, compare)

@@ -9,7 +9,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from gpubench.cli.options import (ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt, RemotePythonOpt,
-                                  ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
+                                  RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
 from gpubench.cli.render import out
 from gpubench.errors import UsageError
 
@@ -82,6 +82,7 @@ def run(
         "--dry-run", help="Print the sbatch scripts; submit nothing.")] = False,
     preflight: PreflightOpt = False,
     yes: ProceedOpt = False,
+    repeat: RepeatOpt = None,
 ) -> None:
     """Run WORKLOAD at each GPU count (on Slurm: at each node count, one sbatch job
     each) and print the speedup/cost table."""
@@ -106,6 +107,7 @@ def run(
     if on_slurm and price is not None:
         raise UsageError("--price is a machine's $/h; on Slurm give --price-per-gpu-hour")
     ref = suite.resolve(workload, workdir)
+    suite.check_args(ref, list(workload_args or []))  # a typo costs one line, not a run
     points = on_one_node(parse_counts(gpus)) if gpus is not None else None
     node_counts = _counts("--nodes", nodes)
     per_node = _counts("--gpus-per-node", gpus_per_node)
@@ -135,10 +137,10 @@ def run(
         elif node_counts or per_node:
             points = grid(node_counts or [1], per_node or [1])
         plan, result = sweep_new_run(launcher, ref, points, list(workload_args or []), store, out,
-                                     timeout, force)
+                                     timeout, force, repeat)
     if result.records:
         out(f"\n{len(result.records)} record(s) of run {plan.run_id} appended to "
-            f"{store.directory}/{plan.run_id}.jsonl\n")
+            f"{store.directory}/{plan.run_id}.jsonl; each run's output: gpubench logs {plan.run_id}\n")
     else:
         out("\nevery count of the sweep was already recorded; nothing ran (--force runs them again)\n")
 

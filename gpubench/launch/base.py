@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
 
 from gpubench.suite import WorkloadRef
+
+if TYPE_CHECKING:
+    from gpubench.launch.failures import Failure
 
 
 @dataclass(frozen=True, order=True)
@@ -58,6 +61,17 @@ class Machine:
 
 
 @dataclass
+class FileChanges:
+    """What a run of a user's script did to its working directory (workdir_guard)."""
+
+    watched: bool = True  # False: the directory was too large to list
+    left_behind: list[str] = field(default_factory=list)  # created, now moved aside
+    kept_in: str | None = None  # where they were moved, on the machine that ran it
+    changed: list[str] = field(default_factory=list)  # were there before, changed by the run
+    why_unwatched: str | None = None  # when not watched
+
+
+@dataclass
 class RunOutcome:
     """What one launch produced: the workload's record, or why there is none."""
 
@@ -68,6 +82,10 @@ class RunOutcome:
     error: str | None = None
     output_tail: list[str] = field(default_factory=list)
     beside: dict | None = None  # measured by gpubench beside a user's script (GPU sampling)
+    measured: dict = field(default_factory=dict)  # record fields gpubench measured around any
+    #   run: the machine's load and memory, threads and pinning, device (record_schema)
+    failure: Failure | None = None  # the error explained, and whether it will repeat
+    files: FileChanges | None = None  # a user's script: what it left in its working directory
 
 
 LineSink = Callable[[str], None]
@@ -91,9 +109,20 @@ def shown_command(cmd: list[str], record_file: str) -> list[str]:
 
 
 def cpu_threads_per_process(cpus: int, procs: int) -> str:
-    """OMP_NUM_THREADS for CPU runs: the cores shared out between the processes, so
-    one process is not compared with N processes that each think they own the machine."""
-    return str(max(1, cpus // procs))
+    """OMP_NUM_THREADS for CPU runs, the same for every launcher: one thread per
+    process (gpubench.launch.cpu_policy says why and what was measured)."""
+    from gpubench.launch import cpu_policy
+
+    return cpu_policy.threads_per_process(cpus, procs)
+
+
+def visible_gpus(procs: int, visible: str | None = None) -> str:
+    """CUDA_VISIBLE_DEVICES for a count of `procs` on a GPU machine: the first `procs`
+    of the GPUs already visible (`visible`, indices or UUIDs), else 0..procs-1, so a
+    script that uses every visible GPU (Lightning's devices="auto",
+    torch.cuda.device_count()) follows the sweep."""
+    listed = [p.strip() for p in (visible or "").split(",") if p.strip()]
+    return ",".join(listed[:procs] if len(listed) >= procs else [str(i) for i in range(procs)])
 
 
 def one_node_procs(point: SweepPoint) -> int:

@@ -1,23 +1,33 @@
-"""Launch workloads with torchrun on this machine (the `local` provider)."""
+"""Launch workloads with torchrun on this machine (the `local` provider).
+
+Around each run: the machine's load before it and while it runs, the memory its
+processes hold, the CPU time they get (machine_load); for a user's script, the
+files it leaves in its working directory, moved aside (workdir_guard).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from pathlib import Path
 
 from gpubench.errors import RunError
-from gpubench.launch.base import (RECORD_ENV, Launcher, LineSink, Machine, RunOutcome, SweepPoint,
-                                  cpu_threads_per_process, one_node_procs, record_args,
-                                  shown_command)
+from gpubench.launch import cpu_policy, machine_load, workdir_guard
+from gpubench.launch.base import (RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
+                                  SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
+                                  shown_command, visible_gpus)
+from gpubench.launch.failures import RunFacts, explain
 from gpubench.launch.gpu_sampling import LocalSampler, local_indices
-from gpubench.launch.process import failure_line, stream_process
+from gpubench.launch.process import stream_process
 from gpubench.providers import registry
 from gpubench.suite import WorkloadRef
 
@@ -72,31 +82,108 @@ class LocalLauncher(Launcher):
         # a workload (or a user's script) has no business with the cloud API keys
         scrubbed = registry.key_vars()
         env = {k: v for k, v in os.environ.items() if k not in scrubbed}
-        if not self._gpus:
-            env["OMP_NUM_THREADS"] = cpu_threads_per_process(os.cpu_count() or 1, procs)
+        if self._gpus:
+            env["CUDA_VISIBLE_DEVICES"] = visible_gpus(procs, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        else:
+            env["OMP_NUM_THREADS"] = cpu_threads_per_process(machine_load.cores(), procs)
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
     def run(self, workload: WorkloadRef, point: SweepPoint, workload_args: list[str],
             on_line: LineSink, timeout: float) -> RunOutcome:
         procs = one_node_procs(point)
+        run_id = uuid.uuid4().hex
+        # where the run starts: as `cd DIR; torchrun ...` for --workdir, else here
+        root = Path(workload.workdir) if workload.workdir else Path.cwd()
         with tempfile.TemporaryDirectory(prefix="gpubench-") as tmp:
             record_file = Path(tmp) / "record.json"
             cmd = self.command(workload, procs, record_file, workload_args)
             env = {**self.environment(procs), RECORD_ENV: str(record_file)}
-            start = time.perf_counter()
-            cwd = str(workload.workdir) if workload.workdir else None  # as `cd DIR; torchrun ...`
+            skip = [tmp, *workload.untouched]
+            files_before = None if workload.in_suite else workdir_guard.snapshot(root, skip)
+            load = machine_load.before()
+            watch = _Watching(run_id)
+            cpu_before = _children_cpu_seconds()
             # a suite workload samples its GPUs itself; a user's script is sampled from outside
             sampler = LocalSampler(local_indices(procs)) if self._gpus and not workload.in_suite else None
+            start = time.perf_counter()
             try:
-                returncode, tail = stream_process(cmd, env, on_line, timeout, cwd)
+                finished = stream_process(cmd, env, on_line, timeout,
+                                          str(root) if workload.workdir else None, run_id)
                 elapsed = time.perf_counter() - start
             finally:
                 beside = sampler.stop() if sampler else None
-            record = _read_record(record_file) if returncode == 0 else None
-        error = failure_line(tail, returncode, timeout) if returncode != 0 else None
+                watched = watch.stop()
+            ok = finished.returncode == 0 and not finished.timed_out
+            record = _read_record(record_file) if ok else None
+            files = None if workload.in_suite else _settle(root, files_before, point, skip)
+        measured = self._measured(workload, env, load, watched, _children_cpu_seconds() - cpu_before)
+        failure = None if ok else explain(finished.tail, RunFacts(
+            finished.returncode, finished.timed_out, timeout,
+            peak_rss_bytes=measured.get("peak_rss_bytes"),
+            memory_total_bytes=measured.get("memory_total_bytes"),
+            memory_available_min_bytes=measured.get("memory_available_min_bytes")))
         shown = shown_command([Path(cmd[0]).name, *cmd[1:]], str(record_file))
-        return RunOutcome(returncode, record, shown, elapsed, error, tail, beside)
+        return RunOutcome(-9 if finished.timed_out else finished.returncode, record, shown, elapsed,
+                          failure.error if failure else None, finished.tail, beside, measured,
+                          failure, files)
+
+    def _measured(self, workload: WorkloadRef, env: dict[str, str], load: dict, watched: dict,
+                  cpu_seconds: float) -> dict:
+        """The record fields gpubench measured around a run (record_schema: machine load,
+        memory, threads, pinning, the device)."""
+        figures = {k: v for k, v in load.items() if k in MACHINE_FIELDS}
+        figures.update({k: v for k, v in watched.items() if k in MACHINE_FIELDS})
+        figures.update(machine_load.during(load, watched, cpu_seconds))
+        figures["machine_busy"] = machine_load.busy_verdict(figures)
+        figures["device"] = "cuda" if self._gpus else "cpu"
+        figures["cpu_pinning"] = cpu_policy.NOT_PINNED if self._gpus else cpu_policy.pinning()
+        if not workload.in_suite and "OMP_NUM_THREADS" in env:
+            figures["threads_per_process"] = int(env["OMP_NUM_THREADS"])
+        return figures
+
+
+# What machine_load's before() and watch give that a record keeps.
+MACHINE_FIELDS = ("cpu_cores", "load_before", "busy_before", "memory_total_bytes", "mock_instance",
+                  "peak_rss_bytes", "memory_available_min_bytes")
+
+
+class _Watching:
+    """machine_load.Watch on a thread of its own for as long as the run lasts."""
+
+    def __init__(self, run_id: str) -> None:
+        self._watch = machine_load.Watch(run_id)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="run-watch", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            self._watch.sample()
+            if self._stop.wait(machine_load.INTERVAL_S):
+                return
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return self._watch.summary()
+
+
+def _children_cpu_seconds() -> float:
+    """CPU time of this process's finished children (and theirs, as each reaps its own):
+    around a run, the whole of torchrun and its workers."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _settle(root: Path, before: dict | None, point: SweepPoint, skip: list) -> FileChanges:
+    """Move aside what the run left in its working directory (workdir_guard)."""
+    keep = f"{time.strftime('%Y%m%d-%H%M%S')}-{point.world_size}gpu"
+    found = workdir_guard.settle(root, before, keep, skip)
+    why_not = None if found["watched"] else (workdir_guard.unwatched(root)
+                                             or f"{root} holds too many files to list")
+    return FileChanges(found["watched"], found["created"], found.get("kept_in"), found["changed"],
+                       why_not)
 
 
 def _read_record(path: Path) -> dict | None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import collections
 import os
-import re
 import signal
 import subprocess
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 
 from gpubench.launch import stop_tagged
 from gpubench.launch.base import LineSink
@@ -17,20 +17,27 @@ from gpubench.launch.base import LineSink
 TAIL_LINES = 200
 STOP_GRACE_S = 5.0  # SIGTERM to SIGKILL: torchrun needs a moment to stop its workers
 DRAIN_S = 5.0  # reading what is left in the pipe after the run ended
-# torch's own log lines (E1123 06:20:45.143000 1980 torch/...] ...): not the workload's words
-TORCH_LOG_LINE = re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d")
+
+
+@dataclass
+class Finished:
+    """How a streamed process ended."""
+
+    returncode: int  # negative: killed by that signal (by us, at the timeout: see timed_out)
+    tail: list[str] = field(default_factory=list)  # its last TAIL_LINES lines of output
+    timed_out: bool = False
 
 
 def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
-                   timeout: float, cwd: str | None = None) -> tuple[int, list[str]]:
+                   timeout: float, cwd: str | None = None, run_id: str | None = None) -> Finished:
     """Run `cmd`, pass each output line to `on_line`, stop it all at `timeout`.
 
-    Returns the exit code (-9 when stopped for time) and the last lines of output.
-    Every process the command starts carries a run id in its environment: torchrun's
-    workers sit in sessions of their own, so on a timeout or Ctrl-C torchrun gets
-    SIGTERM (it stops its workers) and then whatever still carries the id is killed.
+    Every process the command starts carries a run id in its environment (`run_id`,
+    or a fresh one): torchrun's workers sit in sessions of their own, so on a timeout
+    or Ctrl-C torchrun gets SIGTERM (it stops its workers) and then whatever still
+    carries the id is killed. The id also lets a watcher find the run's processes.
     """
-    run_id = uuid.uuid4().hex
+    run_id = run_id or uuid.uuid4().hex
     proc = subprocess.Popen(cmd, env={**env, stop_tagged.TAG_VAR: run_id}, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, errors="replace", bufsize=1,
@@ -67,7 +74,7 @@ def stream_process(cmd: list[str], env: dict[str, str], on_line: LineSink,
     if reader.is_alive():
         stop_tagged.stop([run_id], grace=0)
         reader.join(timeout=DRAIN_S)
-    return (-9 if timed_out else proc.returncode), list(tail)
+    return Finished(proc.returncode, list(tail), timed_out)
 
 
 def stop_run(proc: subprocess.Popen, run_id: str) -> None:
@@ -89,29 +96,3 @@ def kill_group(proc: subprocess.Popen, grace: float = 0.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def failure_line(tail: list[str], returncode: int, timeout: float) -> str:
-    """The most telling line of a failed run: the workload's own error, not torchrun's."""
-    if returncode == -9:
-        return f"timed out after {timeout:.0f}s"
-    for line in reversed(tail):
-        text = line.strip()
-        head = text.split(":", 1)[0]
-        if "ChildFailedError" in text or "elastic" in text:
-            continue
-        if text.startswith("error:") or ": error: " in text or (
-                head.endswith(("Error", "Exception", "Interrupt")) and " " not in head):
-            return text
-    last = next((t.strip() for t in reversed(_workers_part(tail))
-                 if t.strip() and not TORCH_LOG_LINE.match(t.strip())), "")
-    return f"exit code {returncode}" + (f": {last}" if last else "")
-
-
-def _workers_part(tail: list[str]) -> list[str]:
-    """The output before torchrun's own report of a failed worker (its log line
-    "failed (exitcode: N)", its traceback and its summary box)."""
-    for i, line in enumerate(tail):
-        if "failed (exitcode:" in line:
-            return tail[:i]
-    return tail

@@ -9,21 +9,29 @@ stops exactly the processes carrying that id, instead of leaving them on a paid
 GPU; a run orphaned by a connection that never came back is stopped when the
 next session opens. A dropped connection is re-established and the same point
 runs again from the start.
+
+Around each run the machine does what a local run does here: it measures its
+load before and while the run lasts (machine_load, beside the run, tagged like
+it), keeps the exit status and the CPU time of the run in files of the run,
+and moves aside what a user's script left in its working directory
+(workdir_guard); one remote call after the run collects all of it. A run whose
+remote shell was killed leaves no exit status: the failure says so.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 import uuid
 from pathlib import Path, PurePosixPath
 
-from gpubench.launch import gpu_sampling, leases, stop_tagged
-from gpubench.launch.base import (RECORD_ENV, Launcher, LineSink, Machine, RunOutcome, SweepPoint,
-                                  cpu_threads_per_process, one_node_procs, record_args,
-                                  shown_command)
-from gpubench.launch.process import failure_line
+from gpubench.launch import cpu_policy, gpu_sampling, leases, machine_load, stop_tagged, workdir_guard
+from gpubench.launch.base import (RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
+                                  SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
+                                  shown_command, visible_gpus)
+from gpubench.launch.failures import RunFacts, explain
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, SshError
 from gpubench.remote.session import WORKDIR, RemoteSession, SessionOptions
@@ -38,6 +46,15 @@ LOCAL_MARGIN_S = 60  # the remote `timeout` acts first; this covers a hung link
 # Module sources run by the remote python (standard library only).
 KILL_RUNS = Path(stop_tagged.__file__).read_text()
 LEASES = Path(leases.__file__).read_text()
+LOAD = Path(machine_load.__file__).read_text()
+GUARD = Path(workdir_guard.__file__).read_text()
+# What a run leaves in runs/ beside its record, for _collect: name -> file suffix.
+RUN_FILES = {"load": ".load", "watch": ".watch", "times": ".times", "exit": ".exit",
+             "files": ".left"}
+FILE_MARK = "@gpubench-file "
+# gpubench's own folders in the remote base, where a run without --workdir starts
+BASE_FOLDERS = ("runs", "leases", "state", "workdir", "workloads")
+TIMES = re.compile(r"(\d+)m([\d.]+)s")
 
 
 def record_path(run_id: str) -> str:
@@ -48,9 +65,6 @@ def record_path(run_id: str) -> str:
 def samples_path(run_id: str) -> str:
     """Where nvidia-smi's samples beside a user's script go, relative to the remote base."""
     return f"runs/{run_id}.gpu"
-
-
-SAMPLES_MARK = "--- gpubench: gpu samples ---"
 
 
 def remote_script(workload: WorkloadRef) -> str:
@@ -127,29 +141,50 @@ class SshLauncher(Launcher):
 
     def environment(self, procs: int) -> dict[str, str]:
         env = {"PYTHONUNBUFFERED": "1"}
-        if self._session.env is not None and not self._session.env.cuda_available:
-            env["OMP_NUM_THREADS"] = cpu_threads_per_process(self._session.env.cpu_count, procs)
+        remote = self._session.env
+        if remote is not None and remote.cuda_available:
+            env["CUDA_VISIBLE_DEVICES"] = visible_gpus(procs)
+        elif remote is not None:
+            env["OMP_NUM_THREADS"] = cpu_threads_per_process(remote.cpu_count, procs)
         return env
 
     def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float,
-                   cwd: str = ".", sample_gpus: list[int] | None = None) -> str:
-        """cd to the base, mark the run, then (from `cwd`, relative to the base) start
-        it tagged, in a session of its own, under `timeout` (which also bounds a run
-        whose controller has gone). With `sample_gpus`, nvidia-smi samples those GPUs
-        beside it, tagged and bounded the same way."""
+                   cwd: str = ".", sample_gpus: list[int] | None = None,
+                   guard_files: str | None = None) -> str:
+        """cd to the base, mark the run, read the machine's load, then (from `cwd`,
+        relative to the base) start it tagged, in a session of its own, under
+        `timeout` (which also bounds a run whose controller has gone). Beside it the
+        machine's load is watched; with `sample_gpus`, nvidia-smi samples those GPUs,
+        tagged and bounded the same way. After it, its exit status and CPU time go to
+        files of the run; with `guard_files` (a name under the left-behind folder),
+        what it left in `cwd` is moved aside."""
         q = shlex.quote
+        py = self._session.python
         assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
         limit = max(1, int(timeout))
+        run = f'"$B"/runs/{run_id}'
         sampler = ""
         if sample_gpus:
             sampler = (f"(env {RUN_TAG}={run_id} timeout {limit + 30} "
                        f"{shlex.join(gpu_sampling.sampler_command(sample_gpus))} "
                        f"< /dev/null > {samples_path(run_id)} 2>/dev/null &) && ")
-        return (f"cd {q(self._session.layout.base)} && mkdir -p runs && "
-                f"printf %s {q(self.lease)} > runs/{run_id}.running && {sampler}"
-                f"export {RECORD_ENV}=\"$PWD/{record_path(run_id)}\" && cd {q(cwd)} && "
-                f"exec setsid -w env {RUN_TAG}={run_id} "
-                f"timeout -k 10 {limit} env {assignments} {shlex.join(cmd)}")
+        # what only informs the record may fail without stopping the run: { ...; true; }
+        watch = (f"{{ {py} -c {q(LOAD)} before runs/{run_id}.load 2>/dev/null; true; }} && "
+                 f"(env {RUN_TAG}={run_id} timeout {limit + 30} {py} -c {q(LOAD)} watch {run_id} "
+                 f"runs/{run_id}.watch < /dev/null > /dev/null 2>&1 &) && ")
+        skip = " ".join(BASE_FOLDERS) if cwd == "." else ""
+        snapshot = settle = ""
+        if guard_files:
+            snapshot = f"{{ {py} -c {q(GUARD)} snapshot . {run}.snap {skip} 2>/dev/null; true; }} && "
+            settle = (f"{py} -c {q(GUARD)} settle . {run}.snap {q(guard_files)} {skip} "
+                      f"> {run}.left 2>/dev/null; rm -f {run}.snap; ")
+        return (f"cd {q(self._session.layout.base)} && mkdir -p runs && B=$PWD && "
+                f"printf %s {q(self.lease)} > runs/{run_id}.running && {sampler}{watch}"
+                f"export {RECORD_ENV}=\"$B/{record_path(run_id)}\" && cd {q(cwd)} && {snapshot}"
+                f"setsid -w env {RUN_TAG}={run_id} "
+                f"timeout -k 10 {limit} env {assignments} {shlex.join(cmd)}; code=$?; "
+                f"times > {run}.times 2>/dev/null; {settle}"
+                f"echo $code > {run}.exit; exit $code")
 
     # ------------------------------------------------------------------ running
     def run(self, workload: WorkloadRef, point: SweepPoint, workload_args: list[str],
@@ -179,7 +214,9 @@ class SshLauncher(Launcher):
         # a suite workload samples its GPUs itself; a user's script is sampled from outside
         sample = (list(range(procs)) if not workload.in_suite and self._session.env is not None
                   and self._session.env.gpus else None)
-        line = self.shell_line(run_id, cmd, self.environment(procs), timeout, cwd, sample)
+        guard = None if workload.in_suite else f"{time.strftime('%Y%m%d-%H%M%S')}-{procs}gpu"
+        env = self.environment(procs)
+        line = self.shell_line(run_id, cmd, env, timeout, cwd, sample, guard)
         start = time.perf_counter()
         try:
             result = self._session.conn.stream(line, on_line, timeout + LOCAL_MARGIN_S)
@@ -191,11 +228,23 @@ class SshLauncher(Launcher):
         elapsed = time.perf_counter() - start
         if result.timed_out:
             self._stop_quietly(run_id)
-        code = -9 if result.timed_out or result.exit_code == TIMEOUT_EXIT else result.exit_code
-        if sample:
-            self.kill([run_id])  # the sampler is all that still carries the run's tag
-        record, samples = self._collect(run_id, wanted=code == 0)
-        error = failure_line(result.tail, code if code is not None else -9, timeout) if code != 0 else None
+        timed_out = result.timed_out or result.exit_code == TIMEOUT_EXIT
+        code = -9 if timed_out else result.exit_code
+        # the watcher (and a GPU sampler) are all that still carry the run's tag
+        found = self._collect(run_id, wanted=code == 0, stop=True)
+        exit_text = found.get("exit", "").strip()
+        if not timed_out and code == -1 and exit_text.lstrip("-").isdigit():
+            code = int(exit_text)  # the shell saw the run's status; the channel lost it
+        measured = self._measured(workload, env, found)
+        failure = None
+        if code != 0:
+            failure = explain(result.tail, RunFacts(
+                code if code is not None else -9, timed_out, timeout,
+                exit_status_known=timed_out or code != -1,
+                peak_rss_bytes=measured.get("peak_rss_bytes"),
+                memory_total_bytes=measured.get("memory_total_bytes"),
+                memory_available_min_bytes=measured.get("memory_available_min_bytes"), remote=True))
+        error = failure.error if failure else None
         if error and "ModuleNotFoundError" in error and not workload.in_suite and workload.workdir is None:
             error += " (only the script itself was sent: --workdir DIR sends its project)"
         script = remote_script(workload)
@@ -203,28 +252,57 @@ class SshLauncher(Launcher):
         where = base if cwd == "." else f"{base}/{cwd}"
         shown = shown_command([f"{where}/{arg}" if arg == script else arg for arg in cmd],
                               record_file)
-        beside = gpu_sampling.summarise(samples) if sample else None
-        return RunOutcome(code if code is not None else -9, record, shown, elapsed, error,
-                          result.tail, beside)
+        beside = gpu_sampling.summarise(found.get("samples", "")) if sample else None
+        files = _file_changes(found.get("files", "")) if guard else None
+        return RunOutcome(code if code is not None else -9, found.get("record"), shown, elapsed,
+                          error, result.tail, beside, measured, failure, files)
 
-    def _collect(self, run_id: str, wanted: bool) -> tuple[dict | None, str]:
-        """The run's record and GPU samples (when `wanted`), and its files removed
-        from the machine."""
+    def _measured(self, workload: WorkloadRef, env: dict[str, str], found: dict) -> dict:
+        """The record fields read on the machine around the run (record_schema)."""
+        before, watched = _json(found.get("load")), _json(found.get("watch"))
+        figures = {k: before.get(k) for k in ("cpu_cores", "load_before", "busy_before",
+                                              "memory_total_bytes", "mock_instance") if k in before}
+        figures.update({k: watched.get(k) for k in ("peak_rss_bytes", "memory_available_min_bytes")
+                        if k in watched})
+        if before and watched:
+            figures.update(machine_load.during(before, watched, _cpu_seconds(found.get("times", ""))))
+        figures["machine_busy"] = machine_load.busy_verdict(figures)
+        remote = self._session.env
+        cuda = remote is not None and remote.cuda_available
+        figures["device"] = "cuda" if cuda else "cpu"
+        figures["cpu_pinning"] = cpu_policy.NOT_PINNED if cuda else cpu_policy.pinning()
+        if not workload.in_suite and "OMP_NUM_THREADS" in env:
+            figures["threads_per_process"] = int(env["OMP_NUM_THREADS"])
+        return figures
+
+    def _collect(self, run_id: str, wanted: bool, stop: bool = False) -> dict:
+        """What the run left on the machine, and its files removed from there: its
+        record and GPU samples (when `wanted`), its load figures, exit status, CPU time
+        and the files it left behind. With `stop`, what still carries the run's tag
+        (the watchers beside it) is stopped first, so that they write their last word."""
         q = shlex.quote
-        base = q(self._session.layout.base)
-        files = [record_path(run_id), samples_path(run_id), f"runs/{run_id}.running"]
-        show = (f"cat {base}/{files[0]} 2>/dev/null; echo; echo {q(SAMPLES_MARK)}; "
-                f"cat {base}/{files[1]} 2>/dev/null; " if wanted else "")
+        base = self._session.layout.base
+        qb = q(base)
+        names = {"record": record_path(run_id), "samples": samples_path(run_id),
+                 **{key: f"runs/{run_id}{suffix}" for key, suffix in RUN_FILES.items()}}
+        shown = [key for key in names if wanted or key not in ("record", "samples")]
+        parts = [f"{self._session.python} -c {q(KILL_RUNS)} 1 {run_id} > /dev/null 2>&1; "
+                 if stop else ""]
+        parts += [f"echo {q(FILE_MARK + key)}; cat {qb}/{names[key]} 2>/dev/null; " for key in shown]
+        files = [*names.values(), f"runs/{run_id}.running", f"runs/{run_id}.snap"]
         _, text = self._session.conn.capture(
-            f"{show}rm -f {' '.join(f'{base}/{f}' for f in files)}", 60)
-        if not wanted:
-            return None, ""
-        record_text, _, samples = text.partition(f"\n{SAMPLES_MARK}\n")
+            "".join(parts) + f"rm -f {' '.join(f'{qb}/{f}' for f in files)}", 60)
+        found: dict = {}
+        for chunk in text.split(FILE_MARK)[1:]:
+            key, _, body = chunk.partition("\n")
+            found[key.strip()] = body
+        record_text = found.pop("record", "")
         try:
             record = json.loads(record_text) if record_text.strip() else None
         except ValueError:
-            return None, samples
-        return (record if isinstance(record, dict) else None), samples
+            record = None
+        found["record"] = record if isinstance(record, dict) else None
+        return found
 
     def begin(self) -> None:
         """On a new connection: hold a lease on the machine for as long as it lives,
@@ -249,7 +327,8 @@ class SshLauncher(Launcher):
         q = shlex.quote
         runs = self._session.layout.runs
         stopped = self.kill(run_ids)
-        self._session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.running" for i in run_ids]]), 30)
+        # the marker and whatever else the run left there (its load figures, exit status)
+        self._session.conn.capture(" ".join(["rm", "-f", *[f"{q(runs)}/{i}.*" for i in run_ids]]), 30)
         self._session.echo(f"{self._session.target}: cleared {len(run_ids)} run(s) left over from a "
                            f"lost connection ({stopped} process(es) still running, now stopped)")
         return stopped
@@ -269,6 +348,36 @@ class SshLauncher(Launcher):
             self._collect(run_id, wanted=False)
         except (SshError, OSError):
             pass  # the link is gone too: the next session stops it, `timeout` bounds it
+
+
+def _json(text: str | None) -> dict:
+    try:
+        value = json.loads(text) if text and text.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _cpu_seconds(times_output: str) -> float | None:
+    """The children's user + system time from the shell's `times` (its second line)."""
+    lines = [line for line in times_output.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    found = TIMES.findall(lines[1])
+    if len(found) != 2:
+        return None
+    return sum(int(m) * 60 + float(s) for m, s in found)
+
+
+def _file_changes(settled: str) -> FileChanges:
+    line = next((ln for ln in settled.splitlines() if ln.startswith(workdir_guard.MARK)), "")
+    found = _json(line[len(workdir_guard.MARK):])
+    if not found:
+        return FileChanges(False, why_unwatched="its working directory could not be listed")
+    return FileChanges(bool(found.get("watched")), list(found.get("created", [])),
+                       found.get("kept_in"), list(found.get("changed", [])),
+                       None if found.get("watched") else "the working directory is shared with "
+                       "other programs, or holds too many files to list")
 
 
 def connect(host: RemoteHost, known_hosts: Path, options: SessionOptions,

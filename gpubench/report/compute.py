@@ -3,8 +3,11 @@
 By default speedup and efficiency are measured against the 1-GPU record of
 the same workload on the same machine type (provider, instance type, GPU,
 precision); `Baseline` chooses another GPU count or another machine. Only
-successful runs enter the arithmetic; failed ones are listed beside it. For
-repeated runs of one configuration the latest record wins.
+successful runs enter the arithmetic; failed ones are listed beside it. A row
+is the median of its configuration's latest runs (repeats.py: as many as the
+sweep's --repeat asked for; the latest record alone for a single run), with
+their spread; checks.py marks what is suspect and what ran on a CPU standing in
+for GPUs. A bandwidth test has no speedup and no per-sample cost.
 
 Cost is price x time, so an unknown price gives an unknown cost (NaN, shown
 as "unknown"), never zero; a price of 0.0 (the local machine) is a real zero.
@@ -24,16 +27,23 @@ import numpy as np
 import pandas as pd
 
 from gpubench.errors import UsageError
+from gpubench.report import checks, repeats
 from gpubench.report.normalise import records_frame
 from gpubench.report.selectors import Selector, parse_selector
 from gpubench.workloads import record_schema
 
 # A machine type running one workload the same way; the workload's own
 # arguments (batch size, steps) are part of "the same way".
-GROUP_KEYS = ["workload", "workload_args", "provider", "instance_type", "gpu_name", "precision"]
+GROUP_KEYS = ["workload", "workload_args", "script_sha256", "provider", "instance_type",
+              "gpu_name", "precision"]
 CONFIG_KEYS = GROUP_KEYS + ["gpu_count", "nodes"]
 
 FAILED_COLUMNS = CONFIG_KEYS + ["status", "run_id", "time", "error", "failures"]
+FAILURES = ("none", "latest", "all")  # which failed runs a report lists (--failures)
+# Columns without meaning for a bandwidth test (allreduce): blank on its rows.
+PER_WORK_COLUMNS = ("speedup", "speedup_min", "speedup_max", "efficiency", "epoch_seconds",
+                    "cost_per_epoch", "cost_per_million_samples", "cost_per_million_samples_min",
+                    "cost_per_million_samples_max", "samples_per_dollar")
 
 
 def report_columns() -> list[str]:
@@ -63,6 +73,8 @@ FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "epoch_seconds": lambda rows: rows["epoch_samples"] / rows["throughput"],
     "cost_per_epoch": lambda rows: _dollars_per_second(rows) * rows["epoch_seconds"],
     "cost_per_million_samples": lambda rows: _dollars_per_second(rows) * 1e6 / rows["throughput"],
+    "cost_per_million_samples_min": lambda rows: _dollars_per_second(rows) * 1e6 / rows["throughput_max"],
+    "cost_per_million_samples_max": lambda rows: _dollars_per_second(rows) * 1e6 / rows["throughput_min"],
     "samples_per_dollar": _samples_per_dollar,
     # where the allocation is budgeted in GPU-hours (Slurm records carry gpu_hours)
     "gpu_hours_per_epoch": lambda rows: (rows["gpu_count"] * rows["epoch_seconds"] / 3600.0).where(
@@ -106,7 +118,7 @@ def parse_baseline(text: str | None, frame: pd.DataFrame) -> Baseline:
 @dataclass
 class Report:
     rows: pd.DataFrame  # one row per configuration, report_columns()
-    failed: pd.DataFrame  # the latest failure of each configuration, FAILED_COLUMNS
+    failed: pd.DataFrame  # the latest failure of each configuration (--failures), FAILED_COLUMNS
     notes: list[str] = field(default_factory=list)
     baseline: Baseline = field(default_factory=Baseline)
 
@@ -115,23 +127,26 @@ def as_frame(records) -> pd.DataFrame:
     return records if isinstance(records, pd.DataFrame) else records_frame(list(records))
 
 
-def build_report(records, baseline: Baseline | None = None) -> Report:
-    """`records`: result dicts, or a frame from normalise.records_frame."""
+def build_report(records, baseline: Baseline | None = None, failures: str = "latest") -> Report:
+    """`records`: result dicts, or a frame from normalise.records_frame. `failures`
+    (FAILURES): list no failed runs, those not followed by an ok run of their
+    configuration, or all."""
     baseline = baseline or Baseline()
     frame = as_frame(records)
     if frame.empty:
         return Report(pd.DataFrame(columns=report_columns()), pd.DataFrame(columns=FAILED_COLUMNS),
                       [], baseline)
+    frame = checks.label_stand_ins(frame)
     notes: list[str] = []
     usable = (frame["status"] == "ok") & frame["throughput"].gt(0) & frame["gpu_count"].ge(1)
-    failed = _failed(frame[~usable])
-
     ok = frame[usable].sort_values("time", kind="stable")
-    latest = ok.drop_duplicates(CONFIG_KEYS, keep="last").copy()
-    repeated = len(ok) - len(latest)
-    if repeated:
-        notes.append(f"{repeated} repeated record(s) of the same configuration: "
-                     "the latest of each is shown")
+    failed = _failed(frame[~usable], ok, failures)
+
+    runs, left_out = repeats.latest_runs(ok, CONFIG_KEYS)
+    if left_out:
+        notes.append(f"{left_out} repeated record(s) of the same configuration left out: "
+                     "each row is the median of its latest run(s), as many as its --repeat asked for")
+    latest = repeats.one_row_each(runs, CONFIG_KEYS)
     latest["gpu_count"] = latest["gpu_count"].astype(int)
     latest["nodes"] = latest["nodes"].astype(int)
 
@@ -139,17 +154,43 @@ def build_report(records, baseline: Baseline | None = None) -> Report:
     latest = _node_speedup(latest)
     for column, formula in FORMULAS.items():
         latest[column] = formula(latest)
+    bandwidth = checks.is_bandwidth(latest)
+    latest.loc[bandwidth, list(PER_WORK_COLUMNS)] = np.nan
+    latest["suspect"] = checks.suspects(latest)
     latest = _marks(latest)
     unpriced = latest["price_per_hour"].isna().sum()
     if unpriced:
         notes.append(f"{unpriced} configuration(s) have no price on record: their cost is unknown")
+    notes += _trust_notes(latest)
     latest["baseline"] = baseline.describe()
     rows = latest.sort_values(GROUP_KEYS + ["gpu_count", "nodes"], kind="stable")[report_columns()]
     return Report(rows.reset_index(drop=True), failed, notes, baseline)
 
 
-def _failed(frame: pd.DataFrame) -> pd.DataFrame:
-    if frame.empty:
+def _trust_notes(rows: pd.DataFrame) -> list[str]:
+    """The spread's meaning, and each suspect or busy row in words."""
+    notes = []
+    spread = repeats.spread_note(rows)
+    if spread:
+        notes.append(spread)
+    for _, row in rows[rows["suspect"].notna()].iterrows():
+        notes.append(f"suspect: {_config(row)}: {row['suspect']}")
+    for _, row in rows[rows["busy"].notna()].iterrows():
+        notes.append(f"busy machine: {_config(row)}: {row['busy']}; its figures may be low")
+    return notes
+
+
+def _config(row: pd.Series) -> str:
+    procs = f"{row['gpu_count']:g} process{'es' if row['gpu_count'] != 1 else ''}"
+    return f"{row['workload']} on {row['provider']} {row['gpu_name']}, {procs}"
+
+
+def _failed(frame: pd.DataFrame, ok: pd.DataFrame, which: str = "latest") -> pd.DataFrame:
+    """The latest failure of each failed configuration, with how many there were:
+    all of them, none, or (latest) those whose configuration has not run ok since."""
+    if which not in FAILURES:
+        raise UsageError(f"--failures: '{which}' is not one of {', '.join(FAILURES)}")
+    if frame.empty or which == "none":
         return pd.DataFrame(columns=FAILED_COLUMNS)
     frame = frame.sort_values("time", kind="stable").copy()
     frame["status"] = "failed"
@@ -157,6 +198,10 @@ def _failed(frame: pd.DataFrame) -> pd.DataFrame:
     keys = [frame[k].fillna(-1) if k in ("gpu_count", "nodes") else frame[k] for k in CONFIG_KEYS]
     frame["failures"] = frame.groupby(keys, sort=False)["status"].transform("size")
     last = frame.drop_duplicates(CONFIG_KEYS, keep="last")
+    if which == "latest" and not ok.empty:
+        since = ok.drop_duplicates(CONFIG_KEYS, keep="last").set_index(CONFIG_KEYS)["time"]
+        fixed = last.join(since.rename("ok_since"), on=CONFIG_KEYS)["ok_since"]
+        last = last[~(fixed.notna() & (fixed > last["time"]))]  # a tie: still listed
     return last.sort_values(GROUP_KEYS + ["gpu_count"], kind="stable")[FAILED_COLUMNS].reset_index(drop=True)
 
 
@@ -165,7 +210,7 @@ def _speedup(latest: pd.DataFrame, baseline: Baseline, notes: list[str]) -> pd.D
         keys = GROUP_KEYS
         pool = latest[latest["nodes"] == 1]
     else:
-        keys = ["workload", "workload_args", "precision"]
+        keys = ["workload", "workload_args", "script_sha256", "precision"]
         pool = latest[baseline.selector.mask(latest)]
     if baseline.count is None:
         pool = pool[pool["gpu_count"] == pool.groupby(keys)["gpu_count"].transform("min")]
@@ -178,12 +223,18 @@ def _speedup(latest: pd.DataFrame, baseline: Baseline, notes: list[str]) -> pd.D
             names = sorted(set(clash["provider"] + ":" + clash["gpu_name"]))
             raise UsageError(f"--baseline: '{baseline.selector.text}' matches several machines for "
                              f"{row['workload']} ({', '.join(names)}); name one as provider:gpu")
-    base = pool.set_index(keys)[["throughput", "gpu_count"]].rename(
-        columns={"throughput": "baseline_throughput", "gpu_count": "baseline_gpu_count"})
+    base = pool.set_index(keys)[["throughput", "throughput_min", "throughput_max", "gpu_count",
+                                 "threads_per_process", "busy"]].rename(
+        columns={"throughput": "baseline_throughput", "throughput_min": "baseline_min",
+                 "throughput_max": "baseline_max", "gpu_count": "baseline_gpu_count",
+                 "threads_per_process": "baseline_threads", "busy": "baseline_busy"})
     latest = latest.join(base, on=keys)
     latest["speedup"] = latest["throughput"] / latest["baseline_throughput"]
+    latest["speedup_min"] = latest["throughput_min"] / latest["baseline_max"]
+    latest["speedup_max"] = latest["throughput_max"] / latest["baseline_min"]
     latest["efficiency"] = latest["speedup"] / (latest["gpu_count"] / latest["baseline_gpu_count"])
-    missing = latest[latest["baseline_throughput"].isna()].drop_duplicates(keys)
+    missing = latest[latest["baseline_throughput"].isna() & ~checks.is_bandwidth(latest)]
+    missing = missing.drop_duplicates(keys)
     for _, row in missing.iterrows():
         where = (f"{row['workload']} on {row['provider']} {row['gpu_name']} {row['precision']}"
                  if baseline.selector is None else f"{row['workload']} {row['precision']}")
@@ -224,7 +275,8 @@ def _marks(latest: pd.DataFrame) -> pd.DataFrame:
     latest["fastest"] = False
     latest["cheapest"] = False
     latest["pareto"] = False
-    for _, group in latest.groupby("workload", sort=False):
+    work = latest[~checks.is_bandwidth(latest)]  # a bandwidth test has no cost per unit of work
+    for _, group in work.groupby("workload", sort=False):
         latest.loc[group["throughput"].idxmax(), "fastest"] = True
         cost = group["cost_per_million_samples"]
         if cost.notna().any():

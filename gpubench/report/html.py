@@ -20,6 +20,7 @@ table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
 th, td { border: 1px solid #bbb; padding: 0.3em 0.6em; white-space: nowrap; }
 th { background: #e8eef7; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.best td { background: #eaf7e6; }
+section.stand-in { border-left: 4px solid #d9a400; padding-left: 1em; background: #fffbea; }
 .figures img { max-width: 100%; width: 640px; margin: 0.5em 1em 0.5em 0; border: 1px solid #ddd; }
 .notes li { color: #555; }
 """
@@ -70,15 +71,23 @@ def render_html(report: Report, title: str = "gpubench report",
         parts.append(f"<h2>{escape(section.title)}</h2>")
         parts.append(table_html(section))
     for section in workload_sections(report):
+        if section.stand_in:  # kept apart from GPU figures, and looking it
+            parts.append('<section class="stand-in">')
         parts.append(f"<h2>{escape(section.title)}</h2>")
+        if section.stand_in:
+            parts.append("<p>These rows ran on a CPU with the gloo backend, one process per GPU "
+                         "the machine advertises (the mock cloud, or a machine whose torch sees "
+                         "no CUDA): they test the workflow, they do not measure a GPU.</p>")
         parts.append(table_html(section))
-        figures = plots.get(section.title, [])
+        figures = plots.pop(section.workload or section.title, [])
         if figures:
             parts.append('<div class="figures">')
             for plot in figures:
                 parts.append(f'<img alt="{escape(plot.workload)} {plot.kind}" '
                              f'data-kind="{plot.kind}" src="data:image/png;base64,{_png_data(plot.figure)}">')
             parts.append("</div>")
+        if section.stand_in:
+            parts.append("</section>")
     if report.notes:
         parts.append('<h2>Notes</h2><ul class="notes">')
         parts.extend(f"<li>{escape(n)}</li>" for n in report.notes)

@@ -1,7 +1,11 @@
 """Figures per workload, drawn with matplotlib's Agg canvas (no display, no pyplot state):
 
-- throughput against GPU count, each machine type with its ideal linear line;
-- scaling efficiency against GPU count;
+- throughput against GPU count, each machine type with its ideal linear line
+  (and the range of its runs, where it ran more than once);
+- scaling efficiency against GPU count, a suspect speedup (above the process
+  count) marked as such;
+- for a bandwidth test, bus bandwidth at the peak and at the largest message
+  size against GPU count, in place of the three others;
 - cost against time to finish a fixed amount of work (an epoch when the
   records know its size, else a million samples or tokens), the Pareto front
   marked: the configurations no other one beats on both time and cost.
@@ -16,10 +20,11 @@ from pathlib import Path
 import pandas as pd
 
 from gpubench.errors import ResultsError, UsageError
+from gpubench.report.checks import is_bandwidth
 from gpubench.report.compute import Report, pareto_front
 from gpubench.report.tables import short_gpu
 
-KINDS = ("throughput", "efficiency", "cost-time")
+KINDS = ("throughput", "efficiency", "cost-time", "bandwidth")
 PLOT_FORMATS = ("png", "svg", "both")  # what --plot-format takes
 
 
@@ -75,6 +80,12 @@ def throughput_plot(workload: str, rows: pd.DataFrame) -> Plot:
         group = group.sort_values("gpu_count")
         line, = axes.plot(group["gpu_count"], group["throughput"], marker="o",
                           label=_label(group.iloc[0], with_args))
+        ranged = group[group["repeats"] > 1]
+        if not ranged.empty:  # the runs' range around their median
+            axes.errorbar(ranged["gpu_count"], ranged["throughput"],
+                          yerr=[ranged["throughput"] - ranged["throughput_min"],
+                                ranged["throughput_max"] - ranged["throughput"]],
+                          fmt="none", ecolor=line.get_color(), capsize=3)
         ideal = (group["throughput"] / group["efficiency"]).dropna()  # baseline x GPUs / baseline GPUs
         if not ideal.empty:
             axes.plot(group.loc[ideal.index, "gpu_count"], ideal, linestyle="--",
@@ -94,6 +105,14 @@ def efficiency_plot(workload: str, rows: pd.DataFrame, baseline: str) -> Plot:
         group = group.sort_values("gpu_count")
         axes.plot(group["gpu_count"], group["efficiency"] * 100, marker="o",
                   label=_label(group.iloc[0], with_args))
+    suspect = rows[rows["suspect"].notna()]
+    if not suspect.empty:
+        axes.scatter(suspect["gpu_count"], suspect["efficiency"] * 100, marker="x", s=90,
+                     color="tab:red", zorder=3, label="suspect: above the process count")
+        for _, row in suspect.iterrows():
+            axes.annotate("suspect", (row["gpu_count"], row["efficiency"] * 100),
+                          fontsize="x-small", color="tab:red", xytext=(4, 4),
+                          textcoords="offset points")
     axes.axhline(100, linestyle="--", color="grey", label="ideal")
     _gpu_axis(axes, rows["gpu_count"])
     axes.set_ylabel(f"efficiency % (vs {baseline})")
@@ -131,6 +150,22 @@ def cost_time_plot(workload: str, rows: pd.DataFrame) -> Plot | None:
     return Plot(workload, "cost-time", figure)
 
 
+def bandwidth_plot(workload: str, rows: pd.DataFrame) -> Plot:
+    figure, axes = _new_figure(f"{workload}: bus bandwidth")
+    for _, group in rows.groupby(MACHINE, sort=True):
+        group = group.sort_values("gpu_count")
+        label = _label(group.iloc[0], False)
+        line, = axes.plot(group["gpu_count"], group["peak_busbw"], marker="o",
+                          label=f"{label}: peak")
+        axes.plot(group["gpu_count"], group["largest_size_busbw"], marker="s", linestyle=":",
+                  color=line.get_color(), label=f"{label}: largest size")
+    _gpu_axis(axes, rows["gpu_count"])
+    axes.set_ylabel("busbw GB/s (nccl-tests)")
+    axes.set_ylim(bottom=0)
+    axes.legend(fontsize="small")
+    return Plot(workload, "bandwidth", figure)
+
+
 def _wide_axis(set_scale, values: pd.Series) -> None:
     """Logarithmic where values span more than 50x (a CPU next to GPUs); symlog keeps a 0."""
     values = values.dropna()
@@ -152,6 +187,9 @@ def report_plots(report: Report) -> list[Plot]:
     rows = report.rows
     for workload in dict.fromkeys(rows["workload"]):
         mine = rows[rows["workload"] == workload]
+        if is_bandwidth(mine).all():
+            plots.append(bandwidth_plot(workload, mine))
+            continue
         plots.append(throughput_plot(workload, mine))
         plots.append(efficiency_plot(workload, mine, report.baseline.describe()))
         cost = cost_time_plot(workload, mine)

@@ -36,17 +36,20 @@ def render(report: Report, fmt: str, workload: str | None = None,
         return RenderedReport(render_rows(machine_rows(report, workload), machine_columns(), fmt),
                               list(report.notes))
     parts = [render_section(section, fmt) for section in workload_sections(report, workload)]
-    notes = report.notes + [f"speedup is relative to {report.baseline.describe()}"]
+    said = [f"speedup is relative to {report.baseline.describe()}"] \
+        if report.rows["speedup"].notna().any() else []  # a bandwidth test alone has none
+    notes = report.notes + said
     return RenderedReport("\n\n".join(parts + ["\n".join(f"note: {n}" for n in notes)]))
 
 
 def render_report(records, fmt: str, workload: str | None = None, *,
                   baseline: str | None = None, compare: tuple[str, str] | None = None,
-                  notes_out=None) -> str:
+                  notes_out=None, failures: str = "latest") -> str:
     """Records (dicts, or a frame from normalise) straight to text in `fmt`, as a
     sweep shows its result. Notes beside csv and json go to `notes_out` (default stderr)."""
     frame = as_frame(records)
-    rendered = render(build_report(frame, parse_baseline(baseline, frame)), fmt, workload, compare)
+    rendered = render(build_report(frame, parse_baseline(baseline, frame), failures), fmt,
+                      workload, compare)
     for note in rendered.notes:
         print(f"note: {note}", file=notes_out or sys.stderr, flush=True)
     return rendered.text

@@ -5,7 +5,11 @@ values (unknown = null/empty). Tables for people (terminal, markdown, HTML)
 get one section per workload with its unit in the headings, "unknown" for a
 cost without a price, and the cheapest and fastest configuration marked.
 Both take their columns from the record schema (workloads/record_schema.py):
-every report column for programs, the columns with a heading for people.
+every report column for programs, the columns with a heading for people. A
+bandwidth test's table shows its bandwidth columns instead of speedup and
+costs per unit of work; rows that ran on a CPU standing in for GPUs (the mock
+cloud) get a table of their own; a "check" column says which rows are noisy,
+suspect or measured on a busy machine (the notes say why).
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ import math
 import re
 from dataclasses import dataclass
 
+from gpubench.report.checks import BANDWIDTH_UNITS, is_stand_in
 from gpubench.report.compare import Comparison
 from gpubench.report.compute import Report, json_ready, report_rows
 from gpubench.workloads import record_schema
-from gpubench.workloads.record_schema import ABOVE_ONE, MULTI_NODE, PRESENT, VARIES, Field
+from gpubench.workloads.record_schema import (ABOVE_ONE, BANDWIDTH_TABLES, MULTI_NODE, SOME_ROW,
+                                              VARIES, WORK_TABLES, Field)
 
 UNKNOWN = "unknown"
 RUNS = "runs"  # the unit of work of a user's script timed as a whole (recording.script_record)
@@ -28,6 +34,8 @@ class Section:
     title: str
     columns: list[tuple[str, str]]  # (key, heading)
     rows: list[dict]
+    workload: str | None = None  # the workload a table of figures shows
+    stand_in: bool = False  # its rows ran on a CPU standing in for GPUs
 
 
 def machine_columns() -> list[tuple[str, str]]:
@@ -66,24 +74,41 @@ def _display(row: dict) -> dict:
         shown["cost_per_epoch"] = None  # no epoch size: not a price question
     if row.get("gpu_name"):
         shown["gpu_name"] = short_gpu(row["gpu_name"])
+    if row.get("script_sha256"):
+        shown["script_sha256"] = row["script_sha256"][:8]
+    if row.get("spread") is not None:
+        shown["spread"] = f"{row['spread']:.0%}"
+    low, high = row.get("speedup_min"), row.get("speedup_max")
+    if low is not None and high is not None and (row.get("repeats") or 1) > 1:
+        shown["speedup"] = f"{row['speedup']:.2f} ({low:.2f}-{high:.2f})"  # its runs' range
+    checks = [word for word, flagged in (("noisy", row.get("noisy")),
+                                         ("superlinear: suspect", row.get("suspect")),
+                                         ("busy", row.get("busy"))) if flagged]
+    shown["check"] = ", ".join(checks)
     marks = [m for m in ("fastest", "cheapest") if row.get(m)]
     shown["best"] = ", ".join(marks)
     return shown
 
 
+STAND_IN_TITLE = "{name}, on a CPU standing in for GPUs (not GPU figures)"
+
+
 def workload_sections(report: Report, workload: str | None = None) -> list[Section]:
-    """One table per workload, then the failed runs."""
+    """One table per workload (its rows that ran on a CPU standing in for GPUs in a
+    table of their own), then the failed runs."""
     rows = report_rows(report)
     sections = []
     for name in dict.fromkeys(r["workload"] for r in rows):
         if workload is not None and name != workload:
             continue
         mine = [r for r in rows if r["workload"] == name]
-        units = {r["work_unit"] for r in mine}
-        unit = units.pop() if len(units) == 1 else "units"
-        columns = [(f.name, _heading(f, unit)) for f in record_schema.shown_fields()
-                   if _shown(f, mine, unit)]
-        sections.append(Section(name, columns + [("best", "best")], [_display(r) for r in mine]))
+        real = [r for r in mine if not is_stand_in(r.get("gpu_name") or "")]
+        stand_ins = [r for r in mine if is_stand_in(r.get("gpu_name") or "")]
+        for title, part in ((name, real), (STAND_IN_TITLE.format(name=name), stand_ins)):
+            if part:
+                section = _workload_section(title, part)
+                section.workload, section.stand_in = name, part is stand_ins
+                sections.append(section)
     failed = [{k: json_ready(v) for k, v in r.items()} for r in report.failed.to_dict("records")]
     failed = [r for r in failed if workload is None or r["workload"] == workload]
     if failed:
@@ -100,15 +125,30 @@ def workload_sections(report: Report, workload: str | None = None) -> list[Secti
     return sections
 
 
-def _shown(f: Field, rows: list[dict], unit: str) -> bool:
+def _workload_section(title: str, rows: list[dict]) -> Section:
+    units = {r["work_unit"] for r in rows}
+    unit = units.pop() if len(units) == 1 else "units"
+    kind = BANDWIDTH_TABLES if all(r.get("throughput_unit") in BANDWIDTH_UNITS
+                                   for r in rows) else WORK_TABLES
+    shown = [_display(r) for r in rows]
+    columns = [(f.name, _heading(f, unit)) for f in record_schema.shown_fields()
+               if _shown(f, rows, unit, kind)]
+    if any(r["check"] for r in shown):
+        columns.append(("check", "check"))
+    return Section(title, columns + [("best", "best")], shown)
+
+
+def _shown(f: Field, rows: list[dict], unit: str, kind: str = WORK_TABLES) -> bool:
+    if f.heading.tables is not None and f.heading.tables != kind:
+        return False
     if unit == RUNS and not f.heading.per_run_shown:
         return False
     if f.heading.when == VARIES:
         return len({str(r.get(f.name)) for r in rows}) > 1
     if f.heading.when == ABOVE_ONE:
         return _above_one(rows, f.name)
-    if f.heading.when == PRESENT:
-        return any(r.get(f.name) is not None for r in rows)
+    if f.heading.when == SOME_ROW:
+        return any(r.get(f.name) not in (None, "") for r in rows)
     if f.heading.when == MULTI_NODE:
         return _above_one(rows, "nodes")
     return True

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
-    proc = run_gpubench("run", "mnist-ddp", "--gpus", "1,2", "--results", str(results),
+    proc = run_gpubench("run", "mnist-ddp", "--gpus", "1,2", "--repeat", "1", "--results", str(results),
                         "--", "--steps", "3", "--warmup", "1", "--data", "synthetic", timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # the output is streamed with the GPU count in front, and ends with the table
@@ -49,10 +49,10 @@ def test_sweep_at_one_and_two_processes_records_and_reports(tmp_path):
 def test_failed_run_is_recorded_and_exit_is_nonzero(tmp_path):
     results = tmp_path / "r"
     results.mkdir()
-    proc = run_gpubench("run", "mnist-ddp", "--gpus", "1", "--results", str(results),
-                        "--", "--steps", "2", "--no-such-flag", timeout=240)
+    proc = run_gpubench("run", "mnist-ddp", "--gpus", "1", "--repeat", "1", "--results", str(results),
+                        "--", "--steps", "2", "--batch-size", "100000", timeout=240)
     assert proc.returncode == 1
     record = json.loads(next(results.glob("*.jsonl")).read_text())
     assert record["status"] == "failed"
-    assert "unrecognized arguments: --no-such-flag" in record["error"]
-    assert "[1 gpu] failed: mnist_ddp.py: error: unrecognized arguments" in proc.stdout
+    assert "batch size too large" in record["error"]
+    assert "[1 gpu] failed: error: batch size too large" in proc.stdout

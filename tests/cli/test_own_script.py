@@ -39,7 +39,7 @@ def _run(tmp_path, source: str, *args: str) -> tuple[subprocess.CompletedProcess
     script.write_text(source)
     results = tmp_path / "results"
     results.mkdir(exist_ok=True)
-    proc = run_gpubench("run", str(script), "--gpus", "1,2", "--results", str(results), *args,
+    proc = run_gpubench("run", str(script), "--gpus", "1,2", "--repeat", "1", "--results", str(results), *args,
                         timeout=180)
     records = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]
     return proc, records
@@ -87,7 +87,7 @@ def test_workdir_is_where_local_runs_start(tmp_path):
                       "'{\"throughput\": %d}' % n)\n")
     results = tmp_path / "results"
     results.mkdir()
-    proc = run_gpubench("run", str(script), "--workdir", str(proj), "--gpus", "1", "--results",
+    proc = run_gpubench("run", str(script), "--workdir", str(proj), "--gpus", "1", "--repeat", "1", "--results",
                         str(results), cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (record,) = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]

@@ -9,7 +9,6 @@ import json
 import pytest
 
 import gpubench.lifecycle.provision as provision_mod
-from gpubench.cli import main
 from gpubench.lifecycle.ledger import Ledger
 from gpubench.lifecycle.preflight import Check, Expectation, GateReport, PreflightError, PreflightPythonError
 from gpubench.lifecycle.provision import (Deadlines, NoOfferError, ProvisionError, ProvisionRequest, plan,
@@ -67,15 +66,13 @@ def test_offers_that_fail_are_not_rented_and_say_why():
                             "(2x H100 SXM, $1.00/h): reliability 0.8 (floor: > 0.90)")
 
 
-def test_offers_command_lists_the_kept_and_says_why_each_was_left_out(monkeypatch, capsys):
+def test_offers_command_lists_the_kept_and_says_why_each_was_left_out(monkeypatch, cli):
     import gpubench.offers
 
     found = [vast_offer("1", 1.0, reliability=0.8, inet_up=10.0), vast_offer("2", 2.0)]
     monkeypatch.setattr(gpubench.offers, "_one", lambda name, q: found)
-    with pytest.raises(SystemExit) as done:
-        main(["offers", "vast", "--format", "json"])
-    out, err = capsys.readouterr()
-    assert done.value.code in (0, None)
+    code, out, err = cli("offers", "vast", "--format", "json")
+    assert code == 0
     assert [row["price_per_hour"] for row in json.loads(out)] == [2.0]
     assert err.strip() == left_out_line(*split_offers(found)[1][0]) == (
         "left out: vast 1 (2x H100 SXM, $1.00/h): reliability 0.8 (floor: > 0.90); "

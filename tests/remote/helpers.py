@@ -38,8 +38,9 @@ def tiny_script(directory: Path, name: str = "tiny_bench.py", header: str = "") 
 
 
 def cli_args(sshd, remote_python: str, tmp_path: Path, *extra: str) -> list[str]:
+    """`gpubench run` on the test sshd: one run per count (a CPU machine's default is 3)."""
     return ["--on", sshd.spec, "--key", str(sshd.key_file), "--remote-python", remote_python,
-            "--remote-dir", str(tmp_path / "remote"), "--connect-wait", "10", *extra]
+            "--remote-dir", str(tmp_path / "remote"), "--connect-wait", "10", "--repeat", "1", *extra]
 
 
 def open_session(sshd, remote_python: str, tmp_path: Path, reconnects: int = 2,

@@ -53,8 +53,10 @@ def test_every_entry_is_well_formed():
         assert f.filled_by != REPORT or f.read_as is None, f"{f.name}: the report computes it"
         if f.heading is not None:
             assert f.heading.when in (record_schema.ALWAYS, record_schema.VARIES,
-                                      record_schema.ABOVE_ONE, record_schema.PRESENT,
+                                      record_schema.ABOVE_ONE, record_schema.SOME_ROW,
                                       record_schema.MULTI_NODE), f.name
+            assert f.heading.tables in (None, record_schema.WORK_TABLES,
+                                        record_schema.BANDWIDTH_TABLES), f.name
         if f.default is not None:  # what the report's column holds for a record without it
             assert f.read_as is not None, f.name
             assert isinstance(f.default, (int, float) if f.read_as == record_schema.NUMBER else str), f.name
@@ -96,7 +98,10 @@ def test_the_harness_writes_the_workloads_fields(world_of_one):
                                   samples_per_step=4, epoch_samples=12, extra={"model": "m"})
     record_schema.require_declared({k: v for k, v in record.items() if k != "model"}, WORKLOAD)
     assert record_schema.type_problems(record) == []
-    only_some_runs = {"peak_memory_bytes", "profile_dir", "cudnn_benchmark"}  # CUDA, --profile, fixed shapes
+    only_some_runs = {"peak_memory_bytes", "profile_dir", "cudnn_benchmark",  # CUDA, --profile, fixed shapes
+                      "size",  # the workloads whose default size depends on the device
+                      "peak_busbw", "peak_busbw_size", "peak_algbw", "max_bytes",  # a bandwidth test
+                      "largest_size_busbw", "largest_size_algbw"}
     assert set(record_schema.names(WORKLOAD)) - set(record) == only_some_runs
     assert record["schema_version"] == record_schema.SCHEMA_VERSION
 
