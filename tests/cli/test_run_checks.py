@@ -10,7 +10,7 @@ from gpubench.launch import factory
 from gpubench.results import ResultsStore
 from gpubench.sweep import sweep, SweepPlan, on_one_node
 from gpubench.suite import resolve
-from tests.test_sweep import Fake
+from tests.test_sweep_decisions import Fake
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from gpubench.launch.base import (Launcher, LineSink, Machine, RunOutcome, SweepPoint, record_args)
-from gpubench.launch.process import failure_line
+from gpubench.launch.failures import RunFacts, explain
 from gpubench.launch.slurm import script as scripts
 from gpubench.launch.slurm import states
 from gpubench.launch.slurm.commands import Shell, Slurm
@@ -218,12 +218,12 @@ def _point_tag(workload: WorkloadRef, point: SweepPoint) -> str:
 
 
 def _telling_line(tail: list[str]) -> str:
-    """The workload's own error line, else its last line (failure_line's choice
-    without its 'exit code N' prefix: Slurm's exit code is said already)."""
+    """The workload's own error line, else its last line, without an 'exit code N'
+    prefix: Slurm's exit code is said already."""
     own = [ln for ln in tail if not ln.startswith(SLURM_SAYS)]
     if not (own or tail):
         return "no output"
-    line = failure_line(own or tail, 1, 0)
+    line = explain(own or tail, RunFacts(returncode=1)).error
     return line.split(": ", 1)[1] if line.startswith("exit code 1: ") else line
 
 
