@@ -22,6 +22,7 @@ def cloud(tmp_path, monkeypatch):
     for k, v in c.env().items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("GPUBENCH_LAMBDA_SSH_USER", getpass.getuser())  # sshd logs in real users only
+    monkeypatch.setenv("COLUMNS", "300")  # the report's table on one line per row, labels whole
     yield c
     c.stop()
 

@@ -48,8 +48,7 @@ if os.environ["RANK"] == "0":
 """
 
 
-def test_a_run_killed_with_its_shell_says_no_exit_status_came_back(sshd, tmp_path, gpubench_home,
-                                                                    remote_python):
+def test_a_run_killed_with_its_shell_says_no_exit_status_came_back(sshd, tmp_path, remote_python):
     script = tmp_path / "killed_all.py"
     script.write_text(KILL_EVERYTHING)
     workload = suite.resolve(str(script))
