@@ -42,6 +42,9 @@ def isolated(tmp_path_factory, monkeypatch) -> IsolatedDirs:
     clear_provider_env(monkeypatch)
     for var, value in QUICK_CLIENT.items():
         monkeypatch.setenv(var, value)
+    # Tables as wide as a wide terminal, whatever runs the tests (a terminal, CI, a test
+    # worker): tests read what a table says; the ones about narrow terminals set their own.
+    monkeypatch.setenv("COLUMNS", "200")
     return dirs
 
 
