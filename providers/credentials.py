@@ -101,14 +101,20 @@ def load_config() -> dict:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
 
 
+def config_section(name: str) -> dict | None:
+    """[name] of config.toml (None when absent); anything but a section is a ConfigError."""
+    section = load_config().get(name)
+    if section is None or isinstance(section, dict):
+        return section
+    raise ConfigError(f"{config_path()}: '{name}' must be a section ([{name}]), "
+                      f"not a {type(section).__name__}")
+
+
 def _config_key(provider: str) -> str | None:
     """api_key under [provider] in config.toml; a section or key of the wrong type is an error."""
-    section = load_config().get(provider)
+    section = config_section(provider)
     if section is None:
         return None
-    if not isinstance(section, dict):
-        raise ConfigError(f"{config_path()}: '{provider}' must be a section ([{provider}]), "
-                          f"not a {type(section).__name__}")
     key = section.get("api_key")
     if key is None:
         return None

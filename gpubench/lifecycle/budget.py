@@ -93,14 +93,11 @@ def check_budget(dollars: float | None, source: str = "--budget") -> float | Non
 
 def configured_budget() -> float | None:
     """[defaults] budget in config.toml, or None. A broken file or value is one line."""
-    from gpubench.providers.credentials import ConfigError, config_path, load_config
+    from gpubench.providers.credentials import ConfigError, config_path, config_section
 
-    section = load_config().get(CONFIG_SECTION)
+    section = config_section(CONFIG_SECTION)
     if section is None:
         return None
-    if not isinstance(section, dict):
-        raise ConfigError(f"{config_path()}: '{CONFIG_SECTION}' must be a section "
-                          f"([{CONFIG_SECTION}]), not a {type(section).__name__}")
     value = section.get(CONFIG_KEY)
     if value is None:
         return None

@@ -22,7 +22,6 @@ CPU against a floor no CPU misses, and the findings say so.
 
 from __future__ import annotations
 
-import base64
 import json
 import shlex
 import time
@@ -375,14 +374,10 @@ def judge(facts: dict, expect: Expectation) -> list[Check]:
 def probe_command(python: str, load: bool = True) -> str:
     """One shell line that writes the probe to the machine and runs it. The script
     travels base64-encoded (no stdin on this channel)."""
-    q = shlex.quote
-    script = base64.b64encode(PROBE.read_bytes()).decode()
-    path = f"{REMOTE_DIR}/probe.py"
-    write = ("import base64,os,sys; p=os.path.expanduser(sys.argv[1]); "
-             "os.makedirs(os.path.dirname(p), 0o700, exist_ok=True); "
-             "open(p + '.new', 'wb').write(base64.b64decode(sys.argv[2])); os.replace(p + '.new', p)")
+    from gpubench.remote.ship import ship_and_run
+
     args = json.dumps({"load": load})
-    return f"{python} -c {q(write)} {q(path)} {script} && {python} {path} gate {q(args)}"
+    return ship_and_run(python, PROBE, f"{REMOTE_DIR}/probe.py", f"gate {shlex.quote(args)}")
 
 
 def parse_answer(text: str) -> dict:

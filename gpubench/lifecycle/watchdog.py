@@ -13,7 +13,6 @@ terminate a machine past it, unless a run is active on it (run_active).
 
 from __future__ import annotations
 
-import base64
 import os
 import shlex
 import time
@@ -85,15 +84,12 @@ def _connect(entry: LedgerEntry, wait: float, retry: bool = True):
 def install_command(seconds: float, provider: str, endpoint: str, poll: float) -> str:
     """The one shell line that writes the watchdog to the machine and starts it. The
     script travels base64-encoded (no stdin on this channel); no secret is in it."""
+    from gpubench.remote.ship import ship_and_run
+
     q = shlex.quote
-    script = base64.b64encode(SCRIPT.read_bytes()).decode()
-    path = f"{REMOTE_DIR}/watchdog.py"
-    write = ("import base64,os,sys; p=os.path.expanduser(sys.argv[1]); "
-             "os.makedirs(os.path.dirname(p), 0o700, exist_ok=True); "
-             "open(p + '.new', 'wb').write(base64.b64decode(sys.argv[2])); os.replace(p + '.new', p)")
-    return (f"{REMOTE_PYTHON} -c {q(write)} {q(path)} {script} && "
-            f"{REMOTE_PYTHON} {path} start --seconds {max(seconds, 0.0):.1f} --provider {q(provider)} "
-            f"--endpoint {q(endpoint)} --poll {poll:g}")
+    return ship_and_run(REMOTE_PYTHON, SCRIPT, f"{REMOTE_DIR}/watchdog.py",
+                        f"start --seconds {max(seconds, 0.0):.1f} --provider {q(provider)} "
+                        f"--endpoint {q(endpoint)} --poll {poll:g}")
 
 
 def install(entry: LedgerEntry, deadline_at: float, endpoint: str,
