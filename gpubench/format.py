@@ -10,6 +10,14 @@ import json
 FORMATS = ("table", "markdown", "csv", "json")
 
 
+def spoken(words, conjunction: str = "or") -> str:
+    """['a', 'b', 'c'] -> 'a, b or c': a list as a sentence (help texts, messages)."""
+    words = list(words)
+    if len(words) < 2:
+        return "".join(words)
+    return f"{', '.join(words[:-1])} {conjunction} {words[-1]}"
+
+
 def format_cell(value, digits: int = 3) -> str:
     if value is None:
         return "-"

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 
 from gpubench.errors import UsageError
+from gpubench.format import spoken
 from gpubench.providers import credentials
 from gpubench.providers.common import Account, Provider, key_fingerprint
 from gpubench.providers.credentials import KeyFile
@@ -81,12 +82,12 @@ def check(name: str) -> str:
 
 def help_names(conjunction: str = "or") -> str:
     """"lambda, vast or runpod": the names as a help text lists them."""
-    return _spoken(names(), conjunction)
+    return spoken(names(), conjunction)
 
 
 def help_display_names(conjunction: str = "or") -> str:
     """"Lambda, Vast.ai or RunPod"."""
-    return _spoken([e.display_name for e in ENTRIES], conjunction)
+    return spoken([e.display_name for e in ENTRIES], conjunction)
 
 
 def display_name(name: str) -> str:
@@ -131,8 +132,3 @@ def get(name: str) -> Provider:
         adapter.account = Account(name, endpoint(name, url), key_fingerprint(api_key))
     return adapter
 
-
-def _spoken(words: list[str], conjunction: str) -> str:
-    if len(words) < 2:
-        return "".join(words)
-    return f"{', '.join(words[:-1])} {conjunction} {words[-1]}"

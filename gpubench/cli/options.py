@@ -19,14 +19,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from gpubench.format import FORMATS
+from gpubench.format import FORMATS, spoken
 from gpubench.providers import registry
-
-
-def _spoken(words) -> str:
-    """('a', 'b', 'c') -> 'a, b or c'."""
-    words = list(words)
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 # Which provider: derived from the registry, so a new provider appears in every help text.
@@ -115,7 +109,7 @@ GoneTimeoutOpt = Annotated[float, typer.Option("--timeout", help=GONE_TIMEOUT_HE
 
 # Results and output.
 RESULTS_HELP = "Results directory [default: ./results]."
-FORMAT_HELP = f"{_spoken(FORMATS)}."
+FORMAT_HELP = f"{spoken(FORMATS)}."
 
 ResultsOpt = Annotated[Optional[Path], typer.Option("--results", help=RESULTS_HELP)]
 FormatOpt = Annotated[str, typer.Option("--format", help=FORMAT_HELP)]

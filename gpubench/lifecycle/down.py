@@ -13,15 +13,9 @@ from gpubench.lifecycle import fleet
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.lifecycle.terminate import DownResult, take_down_entry, take_down_instance
+from gpubench.lifecycle.waiting import Say, silent
 from gpubench.providers import registry
 from gpubench.providers.common import Instance, Provider
-
-Say = Callable[[str], None]
-
-
-def _silent(message: str) -> None:
-    pass
-
 
 @dataclass
 class DownRequest:
@@ -89,7 +83,7 @@ class DownReport:
         return all(r.gone and r.reached for r in self.results)
 
 
-def plan_down(ledger: Ledger, request: DownRequest, warn: Say = _silent) -> DownPlan:
+def plan_down(ledger: Ledger, request: DownRequest, warn: Say = silent) -> DownPlan:
     """What `request` names, with the providers to ask connected. An unknown name is an
     UnknownInstanceError; a name whose termination its account confirmed is a plan with
     nothing to do. Any other row, terminated by an older gpubench's reckoning included,
@@ -112,7 +106,7 @@ def plan_down(ledger: Ledger, request: DownRequest, warn: Say = _silent) -> Down
     return DownPlan(request, targets, providers, "nothing to take down")
 
 
-def take_down(ledger: Ledger, plan: DownPlan, say: Say = _silent,
+def take_down(ledger: Ledger, plan: DownPlan, say: Say = silent,
               on_result: Callable[[DownResult], None] = lambda result: None) -> DownReport:
     """Take each target down in turn (`on_result` hears of each as it ends), then
     rewrite ssh_config. A target whose provider is not connected is reported, not tried."""

@@ -15,27 +15,20 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
 
 from gpubench.lifecycle import accounts, sightings, watchdog
 from gpubench.lifecycle.accounts import Relation
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.status import BadTransitionError, LedgerStatus
 from gpubench.lifecycle.terminate import DownResult, terminate_and_confirm
+from gpubench.lifecycle.waiting import Say, silent
 from gpubench.providers import registry
 from gpubench.providers.common import (Instance, InstanceState, MissingKeyError,
                                        NotFoundError, Provider, ProviderError)
 
-Say = Callable[[str], None]
-
-
-def _silent(message: str) -> None:
-    pass
-
-
 # -- providers ---------------------------------------------------------------
 
-def connect_all(names: list[str], warn: Say = _silent, quiet_missing_key: bool = False
+def connect_all(names: list[str], warn: Say = silent, quiet_missing_key: bool = False
                 ) -> dict[str, Provider]:
     out = {}
     for name in names:
@@ -47,7 +40,7 @@ def connect_all(names: list[str], warn: Say = _silent, quiet_missing_key: bool =
     return out
 
 
-def providers_for_ledger(ledger: Ledger, warn: Say = _silent) -> dict[str, Provider]:
+def providers_for_ledger(ledger: Ledger, warn: Say = silent) -> dict[str, Provider]:
     """The providers `ls` asks: those with live ledger rows must be asked (a missing key
     is worth a warning); the others only if a key is there, to find orphans."""
     wanted = sorted({e.provider for e in ledger.entries()})
@@ -57,7 +50,7 @@ def providers_for_ledger(ledger: Ledger, warn: Say = _silent) -> dict[str, Provi
     return providers
 
 
-def list_all(providers: dict[str, Provider], warn: Say = _silent) -> dict[str, list[Instance]]:
+def list_all(providers: dict[str, Provider], warn: Say = silent) -> dict[str, list[Instance]]:
     """Each provider's own list, queried concurrently; a failing provider is one warning
     and is left out of the answer (so nothing is concluded from its silence)."""
     def one(item):
@@ -120,7 +113,7 @@ def _gpus(count, name) -> str:
 
 
 def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool = False,
-              warn: Say = _silent) -> list[FleetRow]:
+              warn: Say = silent) -> list[FleetRow]:
     listed = list_all(providers, warn)
     now = time.time()
     matched: set[tuple[str, str]] = set()
@@ -181,7 +174,7 @@ TERMINATE_DEADLINE_S = 180.0
 
 
 def settle_deadlines(ledger: Ledger, providers: dict[str, Provider] | None = None,
-                     say: Say = _silent, now: float | None = None) -> list[DownResult]:
+                     say: Say = silent, now: float | None = None) -> list[DownResult]:
     """Terminate (until confirmed) every live machine past its --max-hours deadline,
     saying so, unless a gpubench run is active on it then (it is left, and asked
     again by the next command). A machine that halted itself still bills, and a

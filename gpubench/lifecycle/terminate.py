@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 from gpubench.lifecycle import accounts, keys, sightings
 from gpubench.lifecycle.accounts import Relation
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry, account_columns
 from gpubench.lifecycle.status import LedgerStatus
-from gpubench.lifecycle.waiting import Reminder, pause
+from gpubench.lifecycle.waiting import Reminder, Say, pause, silent
 from gpubench.providers.common import Instance, InstanceState, NotFoundError, Provider, ProviderError
 
 # Terminate is sent again after this many polls that show no sign of the instance
@@ -30,13 +29,6 @@ RESEND_MAX_POLLS = 15
 # How long a row whose launch answer was lost is looked for by name when the provider
 # cannot be listed, once its launch call can no longer be going on.
 LIST_RETRY_S = 10.0
-
-Say = Callable[[str], None]
-
-
-def _silent(message: str) -> None:
-    pass
-
 
 @dataclass
 class DownResult:
@@ -86,7 +78,7 @@ def _state(inst: Instance) -> str:
 
 
 def terminate_confirmed(provider: Provider, instance_id: str, deadline_s: float = 120.0,
-                        say: Say = _silent, poll_s: float | None = None) -> tuple[bool, str]:
+                        say: Say = silent, poll_s: float | None = None) -> tuple[bool, str]:
     """Terminate and wait until the provider no longer has the instance. Returns
     (gone, why not). Terminate is sent again when the instance shows no sign of going
     (after RESEND_AFTER_POLLS quiet polls, then a doubling gap) until the deadline; a
@@ -157,7 +149,7 @@ def _failures(failed: int, failure: str) -> str:
 # -- with the ledger -------------------------------------------------------------
 
 def terminate_and_confirm(ledger: Ledger, entry: LedgerEntry, provider: Provider, deadline_s: float,
-                          say: Say = _silent, note: str | None = None) -> DownResult:
+                          say: Say = silent, note: str | None = None) -> DownResult:
     """Take down the ledger row's instance (it must have an instance id). The row ends
     terminated (with `note`, and the account that confirmed it) once the provider
     confirms, else unconfirmed with why."""
@@ -180,7 +172,7 @@ def terminate_and_confirm(ledger: Ledger, entry: LedgerEntry, provider: Provider
 
 
 def find_by_name(provider: Provider, entry: LedgerEntry, wait_s: float | None = None,
-                 say: Say = _silent) -> tuple[Instance | None, bool, str]:
+                 say: Say = silent) -> tuple[Instance | None, bool, str]:
     """(the live instance named like `entry`, whether its absence is settled, why not
     found). While the row's launch call may still be going on, absence proves nothing;
     once it cannot be, one full list settles it. The list is polled for up to `wait_s`
@@ -211,7 +203,7 @@ def find_by_name(provider: Provider, entry: LedgerEntry, wait_s: float | None = 
 
 
 def take_down_entry(ledger: Ledger, entry: LedgerEntry, provider: Provider, deadline_s: float,
-                    say: Say = _silent, find_s: float | None = None) -> DownResult:
+                    say: Say = silent, find_s: float | None = None) -> DownResult:
     """Terminate the ledger row's instance and confirm it, having first asked the row's
     own account: nothing is said of a row before its provider is asked.
 
@@ -285,7 +277,7 @@ def _look_again(ledger: Ledger, entry: LedgerEntry, provider: Provider, deadline
 
 
 def take_down_instance(instance: Instance, provider: Provider, deadline_s: float,
-                       say: Say = _silent) -> DownResult:
+                       say: Say = silent) -> DownResult:
     """Terminate an instance the ledger does not have (an orphan) and confirm it."""
     gone, why = terminate_confirmed(provider, instance.instance_id, deadline_s, say)
     if gone:

@@ -7,6 +7,15 @@ import os
 import time
 from typing import Callable
 
+# Where the lifecycle says what it is doing (progress and warnings, one line each);
+# `silent` when nobody listens.
+Say = Callable[[str], None]
+
+
+def silent(message: str) -> None:
+    pass
+
+
 # A wait says what it waits for once it has lasted this long, then every REMIND_EVERY_S.
 REMIND_AFTER_S = 5.0
 REMIND_EVERY_S = 15.0
