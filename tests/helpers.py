@@ -7,8 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 from gpubench.providers import registry
+
+if TYPE_CHECKING:
+    from gpubench.mock import MockCloud
 
 REPO = Path(__file__).resolve().parent.parent
 # The console script this test run installed (the editable install in the same venv).
@@ -22,6 +26,21 @@ QUICK_CLIENT = {
     "GPUBENCH_HTTP_TIMEOUT": "5",
     "GPUBENCH_POLL_INTERVAL": "0.05",
 }
+
+
+def mock_cloud(tmp_path: Path, monkeypatch, **env: str) -> Iterator["MockCloud"]:
+    """A mock cloud in this process with gpubench pointed at it (its endpoints and keys,
+    plus `env`), stopped afterwards; for a fixture to `yield from`. Instances boot at
+    once, and a booted instance starts an sshd."""
+    from gpubench.mock import MockCloud
+
+    cloud = MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
+    try:
+        for key, value in {**cloud.env(), **env}.items():
+            monkeypatch.setenv(key, value)
+        yield cloud
+    finally:
+        cloud.stop()
 
 
 def clear_provider_env(monkeypatch) -> None:

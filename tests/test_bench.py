@@ -6,7 +6,7 @@ import getpass
 
 import pytest
 
-import gpubench.mock as mock
+from tests.helpers import mock_cloud
 from gpubench import bench as bench_mod
 from gpubench.errors import GpubenchError
 from gpubench.lifecycle.ledger import Ledger
@@ -18,13 +18,9 @@ from tests.remote.helpers import tiny_script
 
 @pytest.fixture
 def cloud(tmp_path, monkeypatch):
-    c = mock.MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
-    for k, v in c.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("GPUBENCH_LAMBDA_SSH_USER", getpass.getuser())  # sshd logs in real users only
-    monkeypatch.setenv("COLUMNS", "300")  # the report's table on one line per row, labels whole
-    yield c
-    c.stop()
+    yield from mock_cloud(tmp_path, monkeypatch,
+                          GPUBENCH_LAMBDA_SSH_USER=getpass.getuser(),  # sshd logs in real users only
+                          COLUMNS="300")  # the report's table on one line per row, labels whole
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-import gpubench.mock as mock
+from tests.helpers import mock_cloud
 from gpubench import paths
 from gpubench.bench import BenchRequest, plan_bench
 from gpubench.lifecycle import budget
@@ -23,13 +23,7 @@ from gpubench.suite import resolve_list
 @pytest.fixture
 def cloud(tmp_path, monkeypatch):
     """The mock's API; instances boot only where a test lets them (booting starts sshd)."""
-    c = mock.MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
-    for k, v in c.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("GPUBENCH_POLL_INTERVAL", "0.05")
-    monkeypatch.setenv("GPUBENCH_RATE_LIMIT_SCALE", "0")
-    yield c
-    c.stop()
+    yield from mock_cloud(tmp_path, monkeypatch)
 
 
 

@@ -12,6 +12,7 @@ import shlex
 import pytest
 
 import gpubench.mock as mock
+from tests.helpers import mock_cloud
 from gpubench import paths
 from gpubench.launch import leases
 from gpubench.launch.ssh import LEASES
@@ -28,14 +29,7 @@ SECONDS_PER_HOUR = 3600.0
 
 @pytest.fixture
 def cloud(tmp_path, monkeypatch):
-    c = mock.MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
-    for k, v in c.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("GPUBENCH_POLL_INTERVAL", "0.05")
-    monkeypatch.setenv("GPUBENCH_WATCHDOG_POLL", "0.2")
-    monkeypatch.setenv("GPUBENCH_RATE_LIMIT_SCALE", "0")     # Lambda's one call a second
-    yield c
-    c.stop()
+    yield from mock_cloud(tmp_path, monkeypatch, GPUBENCH_WATCHDOG_POLL="0.2")
 
 
 

@@ -12,7 +12,7 @@ import gpubench.mock as mock
 from gpubench.lifecycle.ledger import Ledger
 from gpubench.mock.faults import BAD_HOST_CHECKS, FaultSpecError, parse
 from gpubench.results import ResultsStore
-from tests.helpers import run_gpubench
+from tests.helpers import mock_cloud, run_gpubench
 from tests.remote.helpers import tiny_script
 
 # bad-host=CHECK -> the preflight check it fails
@@ -36,13 +36,8 @@ def test_bad_host_names_a_check_and_holds_for_one_instance_unless_counted():
 
 @pytest.fixture
 def cloud(tmp_path, monkeypatch):
-    c = mock.MockCloud.start(state_dir=tmp_path / "mock", boot_delay=0.0)
-    for k, v in c.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("GPUBENCH_LAMBDA_SSH_USER", getpass.getuser())  # sshd logs in real users only
-    monkeypatch.setenv("GPUBENCH_POLL_INTERVAL", "0.05")
-    yield c
-    c.stop()
+    yield from mock_cloud(tmp_path, monkeypatch,
+                          GPUBENCH_LAMBDA_SSH_USER=getpass.getuser())  # sshd logs in real users only
 
 
 @pytest.mark.slow
