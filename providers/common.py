@@ -110,6 +110,8 @@ class Instance:
     region: str = ""
     raw_status: str = ""       # the provider's own status word
     tags: dict[str, str] = field(default_factory=dict)   # the provider's tags, where it has them
+    private_ip: str | None = None  # its address on the provider's private network, where it has one
+    port_map: dict[int, int] = field(default_factory=dict)  # container port -> public port (Vast.ai, RunPod)
     extra: dict = field(default_factory=dict)
 
     @property

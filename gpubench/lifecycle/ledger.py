@@ -81,14 +81,21 @@ CREATE TABLE IF NOT EXISTS instances (
     launch_ended_at REAL,
     deadline_at REAL,
     watchdog TEXT,
-    billed_cost REAL
+    billed_cost REAL,
+    cluster TEXT,
+    node_index INTEGER,
+    private_ip TEXT,
+    port_map TEXT,
+    gate TEXT
 );
 CREATE INDEX IF NOT EXISTS instances_name ON instances(name);
 """
 # Columns added after the first ledger files were written: ALTERed into old files.
 _ADDED_COLUMNS = (("account_endpoint", "TEXT"), ("key_fingerprint", "TEXT"),
                   ("account_id", "TEXT"), ("launch_ended_at", "REAL"),
-                  ("deadline_at", "REAL"), ("watchdog", "TEXT"), ("billed_cost", "REAL"))
+                  ("deadline_at", "REAL"), ("watchdog", "TEXT"), ("billed_cost", "REAL"),
+                  ("cluster", "TEXT"), ("node_index", "INTEGER"), ("private_ip", "TEXT"),
+                  ("port_map", "TEXT"), ("gate", "TEXT"))
 
 
 class LedgerError(GpubenchError):
@@ -133,6 +140,11 @@ class LedgerEntry:
     deadline_at: float | None = None      # --max-hours: when the machine must stop (None: never)
     watchdog: str | None = None           # how the machine stops itself, or why it cannot
     billed_cost: float | None = None      # what the provider billed, read after teardown (None: not reported)
+    cluster: str | None = None            # the cluster it is a member of (provision --nodes); None: alone
+    node_index: int | None = None         # its place in that cluster, 0 = the head
+    private_ip: str | None = None         # its address on the provider's private network, where it has one
+    port_map: str | None = None           # JSON {"container port": public port}, where the provider maps ports
+    gate: str | None = None               # JSON of the preflight gate's findings on this machine
 
     @property
     def active(self) -> bool:
@@ -346,6 +358,17 @@ class Ledger:
         if row is None:
             raise UnknownInstanceError(f"no instance named '{name}' in the ledger (see 'gpubench ls')")
         return self._entry(row)
+
+    def cluster_members(self, cluster: str, include_done: bool = False) -> list[LedgerEntry]:
+        """The rows of one cluster, head first (by node_index); live ones only unless
+        include_done."""
+        sql = "SELECT * FROM instances WHERE cluster = ?"
+        params: list = [cluster]
+        if not include_done:
+            sql += f" AND status IN ({_ACTIVE_MARKS})"
+            params += _ACTIVE_TEXT
+        rows = self._db.execute(sql + " ORDER BY node_index, row_id", params).fetchall()
+        return [self._entry(r) for r in rows]
 
     def by_instance(self, provider: str, instance_id: str) -> LedgerEntry | None:
         row = self._db.execute(

@@ -1,0 +1,94 @@
+"""A cluster of rented machines (provision --nodes N) as the machines to SSH to.
+
+The ledger keeps one row per member with the cluster's name and the member's
+place in it (node_index, 0 = the head). This module turns those rows into what a
+launcher spanning nodes needs: each member as a RemoteHost, head first, its
+private address where the provider gives one, its port mapping where the provider
+maps ports, and which network joins the members.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.remote.errors import BadTargetError
+from gpubench.remote.targets import RemoteHost, host_from_entry
+
+# Which network joins the members: the provider's private one (Lambda private_ip,
+# RunPod clusters), the public internet through each host's address and port
+# mapping (Vast.ai), or this machine's loopback (the mock without namespaces).
+PRIVATE, PUBLIC, LOOPBACK = "private", "public", "loopback"
+
+
+@dataclass(frozen=True)
+class ClusterNode:
+    host: RemoteHost              # how gpubench reaches it over SSH
+    index: int                    # 0 = the head, where the rendezvous runs
+    private_ip: str | None = None
+    port_map: dict[int, int] = field(default_factory=dict)  # container port -> public port
+
+    def address_for_peers(self, network: str) -> str:
+        """The address the other members reach it at."""
+        if network == PRIVATE and self.private_ip:
+            return self.private_ip
+        return self.host.target.host
+
+    def port_for_peers(self, port: int) -> int:
+        """The port the other members reach a container port at (mapped where the
+        provider maps ports, else the port itself)."""
+        return self.port_map.get(port, port)
+
+
+@dataclass(frozen=True)
+class ClusterHosts:
+    name: str
+    nodes: tuple[ClusterNode, ...]   # head first
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def head(self) -> ClusterNode:
+        return self.nodes[0]
+
+    @property
+    def network(self) -> str:
+        """private when every member has a private address, loopback when they all
+        live on this machine, else public."""
+        if all(n.private_ip for n in self.nodes):
+            return PRIVATE
+        if all(n.host.target.host in ("127.0.0.1", "localhost", "::1") for n in self.nodes):
+            return LOOPBACK
+        return PUBLIC
+
+
+def node_from_entry(entry: LedgerEntry, key_file: Path | None = None,
+                    price: float | None = None) -> ClusterNode:
+    ports = {int(k): int(v) for k, v in json.loads(entry.port_map).items()} if entry.port_map else {}
+    return ClusterNode(host_from_entry(entry, key_file, price), int(entry.node_index or 0),
+                       entry.private_ip, ports)
+
+
+def split_member(name: str) -> tuple[str, int | None]:
+    """'train:1' -> ('train', 1); 'train' -> ('train', None). A bad index is a usage error."""
+    base, sep, index = name.rpartition(":")
+    if not sep or "@" in name:
+        return name, None
+    if not index.isdigit():
+        raise BadTargetError(f"'{name}': the member index after ':' must be a number (0 = the head)")
+    return base, int(index)
+
+
+def find_cluster(name: str, key_file: Path | None = None, price: float | None = None,
+                 ledger_path: Path | None = None) -> ClusterHosts | None:
+    """The live cluster called `name`; None when no live cluster has that name (it
+    may then name a single instance)."""
+    with Ledger(ledger_path) as ledger:
+        members = ledger.cluster_members(name)
+    if not members:
+        return None
+    return ClusterHosts(name, tuple(node_from_entry(m, key_file, price) for m in members))
