@@ -172,7 +172,7 @@ class LambdaCloud:
             price_per_hour=(float(itype["price_cents_per_hour"]) / 100.0
                             if itype.get("price_cents_per_hour") is not None else None),
             instance_type=itype.get("name", ""), region=(raw.get("region") or {}).get("name", ""),
-            tags=_tags(raw.get("tags")),
+            tags=_tags(raw.get("tags")), private_ip=_text(raw.get("private_ip")),
             extra={"private_ip": raw.get("private_ip"), "hostname": raw.get("hostname")},
         )
 
@@ -201,6 +201,11 @@ def _tags(raw) -> dict[str, str]:
     if not isinstance(raw, list):
         return {}
     return {t["key"]: str(t.get("value", "")) for t in raw if isinstance(t, dict) and isinstance(t.get("key"), str)}
+
+
+def _text(value) -> str | None:
+    """A non-empty string field, else None (absent, null, or not a string)."""
+    return (value.strip() or None) if isinstance(value, str) else None
 
 
 def _gpu_count(itype: dict, type_name: str) -> int:

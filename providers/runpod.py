@@ -169,6 +169,7 @@ class RunPod:
         direct = (pod.get("ssh") or {}).get("direct") or {}
         gpu = pod.get("gpu") or {}
         state = STATUS.get(status, InstanceState.UNKNOWN)
+        ports = _runtime_ports(pod)
         return Instance(
             provider=NAME, instance_id=pod["id"], name=pod.get("name") or "", status=state,
             raw_status=status, ssh_host=direct.get("host") or None,
@@ -176,10 +177,26 @@ class RunPod:
             gpu_name=normalize_gpu_name(gpu.get("id", "")), gpu_count=int(gpu.get("count") or 0),
             price_per_hour=pod.get("cost") or None, created_at=pod.get("createdAt"),
             instance_type=gpu.get("id", ""), region=pod.get("dataCenterId") or "",
-            extra={"ports": {int(p["private"]): int(p["public"]) for p in (pod.get("runtime") or {}).get("ports") or []
-                             if isinstance(p, dict) and p.get("type", "tcp") == "tcp"
-                             and isinstance(p.get("private"), int) and isinstance(p.get("public"), int)}},
+            private_ip=_private_ip(pod), port_map=ports, extra={"ports": dict(ports)},
         )
+
+
+def _runtime_ports(pod: dict) -> dict[int, int]:
+    """Container TCP port -> public port, from runtime.ports (set only while RUNNING)."""
+    return {int(p["private"]): int(p["public"]) for p in (pod.get("runtime") or {}).get("ports") or []
+            if isinstance(p, dict) and p.get("type", "tcp") == "tcp"
+            and isinstance(p.get("private"), int) and isinstance(p.get("public"), int)}
+
+
+def _private_ip(pod: dict) -> str | None:
+    """The pod's private address: a cluster member's overlay address (cluster.ip), else
+    its global-networking address where that is enabled; None for a plain pod."""
+    for block in (pod.get("cluster"), pod.get("globalNetworking")):
+        if isinstance(block, dict) and block.get("enabled", True):
+            ip = block.get("ip")
+            if isinstance(ip, str) and ip.strip():
+                return ip.strip()
+    return None
 
 
 def _offer(gpu: dict, count: int) -> Offer | None:

@@ -228,6 +228,7 @@ class Vast:
             gpu_count=int(raw.get("num_gpus") or 0), price_per_hour=raw.get("dph_total"),
             region=raw.get("geolocation") or "", created_at=_epoch_iso(raw.get("start_date")),
             instance_type=f"{raw.get('num_gpus') or 0}x {raw.get('gpu_name') or ''}",
+            port_map=_mapped_ports(raw),   # Vast.ai has no private network: private_ip stays None
             extra={"status_msg": raw.get("status_msg"), "proxy": (raw.get("ssh_host"), raw.get("ssh_port")),
                    "ports": _mapped_ports(raw)},
         )

@@ -12,8 +12,12 @@ from gpubench.cli.render import check_format, err, format_dollars, out, render_r
 COLUMNS = [("name", "name"), ("provider", "provider"), ("instance_id", "id"), ("status", "status"),
            ("gpus", "gpus"), ("price_per_hour", "$/h"), ("uptime", "uptime"), ("cost", "cost $"),
            ("ssh", "ssh"), ("stops", "stops"), ("note", "note")]
-# What programs get besides: the deadline as a time stamp, and how the machine stops then.
-MACHINE_COLUMNS = [("deadline_at", "deadline_at"), ("watchdog", "watchdog")]
+# What programs get besides: the deadline as a time stamp, how the machine stops then,
+# and the cluster it is a member of with its place there (0 = the head).
+MACHINE_COLUMNS = [("deadline_at", "deadline_at"), ("watchdog", "watchdog"), ("cluster", "cluster"),
+                   ("node_index", "node_index")]
+# Shown to people when some machine is a cluster's member: 'train:0 (head)', 'train:1'.
+MEMBER_COLUMN = ("member", "cluster")
 
 
 def ls(
@@ -28,11 +32,14 @@ def ls(
     with Ledger() as ledger:
         providers = fleet.providers_for_ledger(ledger, err)
         fleet.settle_deadlines(ledger, providers, err)
-        rows = fleet.reconcile(ledger, providers, include_done=show_all, warn=err)
+        rows = fleet.grouped(fleet.reconcile(ledger, providers, include_done=show_all, warn=err))
     if not rows and fmt == "table":
         out("no instances")
         return
-    columns = COLUMNS if fmt in ("table", "markdown") else COLUMNS + MACHINE_COLUMNS
+    if fmt in ("table", "markdown"):
+        columns = [MEMBER_COLUMN, *COLUMNS] if any(r.cluster for r in rows) else COLUMNS
+    else:
+        columns = COLUMNS + MACHINE_COLUMNS
     out(render_rows([r.as_row() for r in rows], columns, fmt))
     if fmt == "table":
         priced = [r for r in rows if r.cost is not None]

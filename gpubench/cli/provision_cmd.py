@@ -33,8 +33,12 @@ def provision(
     ssh_timeout: SshTimeoutOpt = 300.0,
     max_hours: MaxHoursOpt = None,
     preflight: PreflightOpt = False,
+    nodes: Annotated[Optional[int], typer.Option(
+        "--nodes", help="Rent a cluster of NODES machines of one offer type in one region, all or "
+                        "nothing (--attempts then counts launches per member).")] = None,
 ) -> None:
-    """Rent a machine with GPUS GPUs, wait until SSH answers, and print how to reach it."""
+    """Rent a machine with GPUS GPUs (or a cluster of --nodes machines), wait until SSH
+    answers, and print how to reach it."""
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle.ledger import Ledger
     from gpubench.lifecycle.provision import (DEFAULT_IMAGE, Deadlines, ProvisionRequest,
@@ -44,6 +48,9 @@ def provision(
     req = ProvisionRequest(provider, gpus, gpu_type, disk, image or DEFAULT_IMAGE, region, name,
                            max_price, interruptible, attempts,
                            Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout), max_hours)
+    if nodes is not None:
+        _provision_cluster(req, nodes, dry_run, yes, _gate() if preflight else None)
+        return
     prov, offers = connect_and_plan(req)
     if not dry_run:
         with Ledger() as ledger:
@@ -77,6 +84,47 @@ def provision(
     out(f"  stop paying: gpubench down {e.name}")
     if outcome.gate is not None:
         out(f"  {outcome.gate.summary()}")
+
+
+def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, gate) -> None:
+    from gpubench.lifecycle import fleet
+    from gpubench.lifecycle.cluster_provision import (ClusterRequest, connect_and_place, member_name,
+                                                      network_line, provision_cluster)
+    from gpubench.lifecycle.ledger import Ledger
+
+    creq = ClusterRequest(req, nodes)
+    prov, place = connect_and_place(creq)
+    name = req.name
+    total = place.price_per_hour * nodes
+    out(f"cheapest placement: {nodes} x {place.describe()} on {req.provider} "
+        f"({place.offers[0].instance_type or place.offers[0].offer_id}) at "
+        f"{format_dollars(place.price_per_hour)}/h each, {format_dollars(total)}/h in all, disk {req.disk_gb} GB")
+    if dry_run:
+        out(f"dry run: nothing rented (cluster {name}: {', '.join(member_name(name, i) for i in range(nodes))})")
+        return
+    with Ledger() as ledger:
+        fleet.settle_deadlines(ledger, say=err)
+    stops = (f", each stopping itself after {req.max_hours:g} h unless a gpubench run is active on it"
+             if req.max_hours else "")
+    confirm_or_stop(f"Rent {nodes} machines for {format_dollars(total)}/h in all{stops}?",
+                    "not rented: pass --yes to rent without a terminal to confirm on",
+                    said_on_no="nothing rented", yes=yes)
+    with Ledger() as ledger, _Progress() as progress:
+        outcome = provision_cluster(prov, creq, place, ledger, progress, gate)
+    hosts = outcome.hosts
+    out(f"cluster {name} ready in {outcome.seconds_to_ready:.1f} s: {nodes} x {place.describe()} on "
+        f"{req.provider} at {format_dollars(outcome.price_per_hour)}/h in all")
+    for node, entry in zip(hosts.nodes, outcome.members):
+        private = f", private {entry.private_ip}" if entry.private_ip else ""
+        head = " (head)" if node.index == 0 else ""
+        out(f"  node {node.index}{head}: {entry.name} ({req.provider} {entry.instance_id}) "
+            f"{entry.ssh_user}@{entry.ssh_host}:{entry.ssh_port}{private}")
+    out(f"  {network_line(req.provider, hosts)}")
+    if outcome.replaced:
+        out(f"  replaced or refused on the way: {'; '.join(outcome.replaced[-3:])}")
+    other = f"    gpubench ssh {name}:1  (node 1)" if nodes > 1 else ""
+    out(f"  ssh:  gpubench ssh {name}  (the head){other}")
+    out(f"  stop paying: gpubench down {name}")
 
 
 def _gate():

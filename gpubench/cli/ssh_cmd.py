@@ -15,13 +15,15 @@ def ssh(
     command: Annotated[Optional[List[str]], typer.Argument(
         metavar="[-- CMD]...", help="Run CMD instead of a login shell.")] = None,
 ) -> None:
-    """Open an SSH session to NAME through gpubench's ssh_config."""
+    """Open an SSH session to NAME through gpubench's ssh_config (a cluster's head, or
+    member i with NAME:i)."""
     from gpubench.errors import GpubenchError
     from gpubench.lifecycle.ledger import Ledger
     from gpubench.lifecycle.sshconfig import login_command
+    from gpubench.remote.cluster import member_instance
 
     with Ledger() as ledger:
-        argv = login_command(ledger, name, command)
+        argv = login_command(ledger, member_instance(ledger, name), command)
     try:
         code = subprocess.call(argv)
     except OSError as e:

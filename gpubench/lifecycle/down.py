@@ -94,7 +94,14 @@ def plan_down(ledger: Ledger, request: DownRequest, warn: Say = silent) -> DownP
         rows = [r for r in fleet.reconcile(ledger, providers, warn=warn) if r.entry is None]
         targets = [DownTarget(r.name, r.provider, r.instance_id, instance=r.instance) for r in rows]
         return DownPlan(request, targets, providers, "nothing to take down")
-    if request.name:
+    if request.name and ledger.cluster_members(request.name, include_done=True):
+        # A cluster: every member not confirmed gone. One that cannot be confirmed keeps
+        # its row live, so the cluster stays listed.
+        entries = [m for m in ledger.cluster_members(request.name, include_done=True)
+                   if not m.termination_confirmed]
+        if not entries:
+            return DownPlan(request, [], {}, f"cluster {request.name} is already terminated")
+    elif request.name:
         entry = ledger.find(request.name)
         if entry.termination_confirmed:
             return DownPlan(request, [], {}, f"{request.name} is already {entry.status}")

@@ -90,9 +90,24 @@ class FleetRow:
     instance: Instance | None = field(default=None, repr=False)
     stops: str | None = None             # its deadline and watchdog, as `ls` says them
 
+    @property
+    def cluster(self) -> str | None:
+        return self.entry.cluster if self.entry else None
+
+    @property
+    def node_index(self) -> int | None:
+        return self.entry.node_index if self.entry and self.entry.cluster else None
+
+    @property
+    def member(self) -> str | None:
+        """'train:0 (head)', 'train:1': its place in its cluster as `gpubench ssh` takes it."""
+        if self.cluster is None:
+            return None
+        return f"{self.cluster}:{self.node_index}" + (" (head)" if self.node_index == 0 else "")
+
     def as_row(self) -> dict:
         entry = self.entry
-        return {"name": self.name, "provider": self.provider, "instance_id": self.instance_id,
+        return {"cluster": self.cluster, "node_index": self.node_index, "member": self.member,"name": self.name, "provider": self.provider, "instance_id": self.instance_id,
                 "status": self.status, "gpus": self.gpus, "price_per_hour": self.price_per_hour,
                 "uptime": _duration(self.uptime_s), "uptime_s": self.uptime_s,
                 "cost": None if self.cost is None else round(self.cost, 4),
@@ -161,6 +176,20 @@ def reconcile(ledger: Ledger, providers: dict[str, Provider], include_done: bool
                 price_per_hour=inst.price_per_hour, uptime_s=None, cost=None, ssh=None,
                 note=note, instance=inst))
     return rows
+
+
+def grouped(rows: list[FleetRow]) -> list[FleetRow]:
+    """The rows with each cluster's members together, head first, where the cluster's
+    first row stood; other rows keep their order."""
+    order: dict[object, int] = {}
+    for i, row in enumerate(rows):
+        order.setdefault(row.cluster if row.cluster is not None else ("row", i), i)
+    def key(item):
+        i, row = item
+        if row.cluster is None:
+            return (order[("row", i)], 0, i)
+        return (order[row.cluster], row.node_index if row.node_index is not None else 1 << 30, i)
+    return [row for _, row in sorted(enumerate(rows), key=key)]
 
 
 def total_cost(rows: list[FleetRow]) -> float:

@@ -11,6 +11,7 @@ Offers whose published host figures fail offer_checks are never tried.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
@@ -70,6 +71,11 @@ class ProvisionRequest:
     attempts: int = 3
     deadlines: Deadlines = field(default_factory=Deadlines)
     max_hours: float | None = None   # the machine stops itself this long after it is asked for
+    # A member of a cluster (cluster_provision.py): its row carries the cluster's name and
+    # its place in it, and the launch exposes the ports the members talk to each other on.
+    cluster: str | None = None
+    node_index: int | None = None
+    ports: tuple[int, ...] = ()
 
     def validate(self) -> "ProvisionRequest":
         watchdog.check_max_hours(self.max_hours)
@@ -182,13 +188,14 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
         if launches >= req.attempts:
             break
         spec = LaunchSpec(gpus=req.gpus, disk_gb=req.disk_gb, image=req.image, region=req.region,
-                          name=name, interruptible=req.interruptible, ssh_key=key_ref)
+                          name=name, interruptible=req.interruptible, ssh_key=key_ref, ports=req.ports)
         entry = ledger.begin(name, req.provider, provider_name(name), account, offer_id=offer.offer_id,
                              instance_type=offer.instance_type, region=offer.region,
                              gpu_name=offer.gpu_name, gpu_count=offer.gpu_count,
                              price_per_hour=offer.price_per_hour, disk_gb=req.disk_gb,
                              image=req.image, key_path=str(keypair.private),
-                             deadline_at=watchdog.deadline_after(req.max_hours))
+                             deadline_at=watchdog.deadline_after(req.max_hours),
+                             cluster=req.cluster, node_index=req.node_index)
         progress("launch", f"{offer.gpu_count}x {offer.gpu_name} at ${offer.price_per_hour:.2f}/h "
                            f"({offer.instance_type or offer.offer_id}{', ' + offer.region if offer.region else ''})")
         try:
@@ -214,7 +221,8 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
         try:
             ready = _wait_running(provider, inst.instance_id, req.deadlines.running_s, progress)
             entry = ledger.mark(entry.row_id, LedgerStatus.RUNNING, "running_at", ssh_host=ready.ssh_host,
-                                ssh_port=ready.ssh_port, ssh_user=ready.ssh_user)
+                                ssh_port=ready.ssh_port, ssh_user=ready.ssh_user,
+                                **network_columns(ready))
             progress("running", f"{ready.ssh_user}@{ready.ssh_host}:{ready.ssh_port}")
             _wait_ssh(ready, keypair.private, req.deadlines.ssh_s, progress)
         except KeyboardInterrupt:
@@ -266,6 +274,13 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
 
 class _NotReady(Exception):
     pass
+
+
+def network_columns(inst: Instance) -> dict:
+    """The ledger columns for how other machines reach `inst`: its private address and
+    its port mapping (JSON), where the provider gives them."""
+    ports = json.dumps({str(k): v for k, v in sorted(inst.port_map.items())}) if inst.port_map else None
+    return {"private_ip": inst.private_ip, "port_map": ports}
 
 
 def _preflight(gate: Gate, entry: LedgerEntry, offer: Offer,

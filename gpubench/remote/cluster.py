@@ -23,6 +23,10 @@ from gpubench.remote.targets import RemoteHost, host_from_entry
 PRIVATE, PUBLIC, LOOPBACK = "private", "public", "loopback"
 
 
+class MixedClusterError(BadTargetError):
+    """A cluster whose members disagree on GPU type or count."""
+
+
 @dataclass(frozen=True)
 class ClusterNode:
     host: RemoteHost              # how gpubench reaches it over SSH
@@ -54,6 +58,26 @@ class ClusterHosts:
     @property
     def head(self) -> ClusterNode:
         return self.nodes[0]
+
+    def member(self, index: int) -> ClusterNode:
+        """Member `index` (0 = the head); a BadTargetError naming the members there are."""
+        for node in self.nodes:
+            if node.index == index:
+                return node
+        raise BadTargetError(f"cluster '{self.name}' has no member {index} (members: "
+                             f"{', '.join(str(n.index) for n in self.nodes)}; 0 is the head)")
+
+    def check_uniform(self) -> "ClusterHosts":
+        """The cluster itself, once every member has the same GPU type and count: a sweep
+        over nodes compares like with like. A ledger edited by hand, or a provider that
+        substituted a machine, is a MixedClusterError naming what each member has."""
+        kinds = {(n.host.gpu_name, n.host.gpu_count) for n in self.nodes}
+        if len(kinds) > 1:
+            said = ", ".join(f"node {n.index} {n.host.gpu_count or '?'}x {n.host.gpu_name or '?'}"
+                             for n in self.nodes)
+            raise MixedClusterError(f"cluster '{self.name}' mixes machines ({said}): its members must "
+                                    f"have the same GPU type and count")
+        return self
 
     @property
     def network(self) -> str:
@@ -92,3 +116,19 @@ def find_cluster(name: str, key_file: Path | None = None, price: float | None = 
     if not members:
         return None
     return ClusterHosts(name, tuple(node_from_entry(m, key_file, price) for m in members))
+
+
+def member_instance(ledger: Ledger, name: str) -> str:
+    """The instance a NAME given to `gpubench ssh` means: a live cluster's head for the
+    cluster's name, its member i for NAME:i, else NAME itself (an instance)."""
+    base, index = split_member(name)
+    members = ledger.cluster_members(base)
+    if not members:
+        if index is not None:
+            raise BadTargetError(f"'{name}': no live cluster named '{base}' (see 'gpubench ls')")
+        return name
+    by_index = {m.node_index: m for m in members}     # the newest row of each place
+    if (index or 0) not in by_index:
+        raise BadTargetError(f"cluster '{base}' has no live member {index or 0} (members: "
+                             f"{', '.join(str(i) for i in sorted(by_index))}; 0 is the head)")
+    return by_index[index or 0].name

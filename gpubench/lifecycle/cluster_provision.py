@@ -1,0 +1,272 @@
+"""Rent a cluster: N machines of one offer type in one region, all or nothing.
+
+Each member is rented by provision.py's single-machine path (its ledger row written
+before each launch call, its deadlines, its replacement of a machine that never
+becomes reachable within `attempts` launches), here with the cluster's name and the
+member's place in it (node_index, 0 = the head) on the row. Members are rented in
+turn, head first: a failure or Ctrl-C is then always met in this one thread, which
+terminates every member rented so far and confirms each gone before the error goes
+up. (Renting them concurrently would save boot time, but the single-machine waits
+cannot be stopped from another thread, so a failed member would leave the others
+launching.)
+
+Where an offer is one machine (a Vast.ai ask), the offers give how many machines one
+region has, and a cluster larger than that is refused before anything is rented;
+elsewhere (Lambda, RunPod) the provider's answer to the launch decides, in its own words.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from gpubench.errors import GpubenchError, UsageError
+from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.lifecycle.provision import (NAME_RE, Gate, Progress, ProvisionRequest, connect_and_plan,
+                                          default_name, provision)
+from gpubench.lifecycle.sshconfig import sync_ssh_config
+from gpubench.lifecycle.terminate import DownResult, take_down_entry
+from gpubench.providers.common import Offer, Provider
+from gpubench.remote.cluster import LOOPBACK, PRIVATE, ClusterHosts, node_from_entry
+
+# The ports members talk to each other on, exposed at launch where the provider maps
+# ports (Vast.ai, RunPod): torchrun's c10d rendezvous (its TCPStore) on 29500, and the
+# ten above it for the collectives' own listeners (gloo, NCCL's socket transport) where
+# the launcher pins them. SSH (22) is always exposed besides.
+RENDEZVOUS_PORT = 29500
+CLUSTER_PORTS = (RENDEZVOUS_PORT, *range(RENDEZVOUS_PORT + 1, RENDEZVOUS_PORT + 11))
+MAX_NODES = 64
+# Providers whose every offer is one machine (a Vast.ai ask is one host's GPUs): how
+# many machines a region has is the number of its offers. Lambda's offers are a type
+# in a region with capacity of unknown depth, RunPod's a GPU type with an availability
+# level: neither says how many machines.
+ONE_MACHINE_PER_OFFER = frozenset({"vast"})
+TERMINATE_S = 180.0
+
+
+class ClusterError(GpubenchError):
+    """The cluster could not be completed; every member rented was taken down."""
+
+
+class PlacementError(UsageError):
+    """The provider cannot place the cluster in one region (before anything is rented)."""
+
+
+def member_name(cluster: str, index: int) -> str:
+    """The name of member `index` of `cluster` in the ledger (and, with the gpubench-
+    prefix, at the provider)."""
+    return f"{cluster}-{index}"
+
+
+@dataclass
+class ClusterRequest:
+    machine: ProvisionRequest        # what every member is (name: the cluster's name)
+    nodes: int
+
+    def validate(self) -> "ClusterRequest":
+        """Checks the request; a cluster without a name gets one."""
+        if self.nodes < 1:
+            raise UsageError(f"--nodes must be at least 1 (got {self.nodes})")
+        if self.nodes > MAX_NODES:
+            raise UsageError(f"--nodes {self.nodes}: at most {MAX_NODES} machines in one cluster")
+        self.machine.validate()
+        name = self.machine.name = self.machine.name or default_name(self.machine.provider)
+        if not NAME_RE.match(member_name(name, self.nodes - 1)):
+            raise UsageError(f"--name '{name}': use lower-case letters, digits and '-' (at most "
+                             f"{41 - len(str(self.nodes - 1)) - 1} for {self.nodes} nodes, starting "
+                             f"with a letter or digit)")
+        return self
+
+
+# -- where ----------------------------------------------------------------------
+
+@dataclass
+class Placement:
+    """One offer type in one region: the offers a cluster's members are rented from."""
+
+    provider: str
+    gpu_name: str
+    gpu_count: int
+    region: str
+    offers: list[Offer]              # cheapest first
+    machines: int | None             # how many the provider says the region has; None: it does not say
+
+    @property
+    def price_per_hour(self) -> float:
+        return self.offers[0].price_per_hour
+
+    def describe(self) -> str:
+        where = f" in {self.region}" if self.region else ""
+        return f"{self.gpu_count}x {self.gpu_name}{where}"
+
+
+def _by_region(offers: list[Offer]) -> list[Offer]:
+    """One offer per region: a RunPod offer names the data centres that have the GPU
+    (extra data_centers), and a cluster must sit in one of them."""
+    out = []
+    for offer in offers:
+        centres = offer.extra.get("data_centers") if isinstance(offer.extra, dict) else None
+        if isinstance(centres, list) and centres:
+            out += [replace(offer, region=str(c)) for c in centres]
+        elif offer.available != 0:
+            out.append(offer)
+    return out
+
+
+def placements(provider: str, offers: list[Offer]) -> list[Placement]:
+    """The offers grouped by (type, GPU count, region), cheapest group first."""
+    groups: dict[tuple, list[Offer]] = {}
+    for offer in _by_region(offers):
+        key = (offer.instance_type or offer.gpu_name, offer.gpu_name, offer.gpu_count, offer.region)
+        groups.setdefault(key, []).append(offer)
+    out = []
+    for (_, gpu, count, region), members in groups.items():
+        members.sort(key=lambda o: o.price_per_hour)
+        machines = len({o.offer_id for o in members}) if provider in ONE_MACHINE_PER_OFFER else None
+        out.append(Placement(provider, gpu, count, region, members, machines))
+    return sorted(out, key=lambda p: p.price_per_hour)
+
+
+def choose_placement(provider: str, offers: list[Offer], nodes: int, region: str | None = None
+                     ) -> Placement:
+    """The cheapest placement that can hold `nodes` machines as far as the offers say;
+    a PlacementError in the provider's terms when none can."""
+    found = placements(provider, offers)
+    fits = [p for p in found if p.machines is None or p.machines >= nodes]
+    if fits:
+        return fits[0]
+    if not found:
+        raise PlacementError(f"{provider} has no offer that can be placed in one region")
+    most = max(found, key=lambda p: (p.machines or 0, -p.price_per_hour))
+    where = f"in {region}" if region else "in one region"
+    plural = "s" if most.machines != 1 else ""
+    raise PlacementError(f"{provider} has {most.machines} machine{plural} of {most.gpu_count}x "
+                         f"{most.gpu_name} {where}, asked for {nodes}")
+
+
+def connect_and_place(req: ClusterRequest, provider: Provider | None = None
+                      ) -> tuple[Provider, Placement]:
+    """Check the request, connect to its provider (unless one is given) and pick where
+    the cluster goes. NoOfferError when no offer fits, PlacementError when no region
+    has room for every member."""
+    req.validate()
+    provider, offers = connect_and_plan(req.machine, provider)
+    return provider, choose_placement(req.machine.provider, offers, req.nodes, req.machine.region)
+
+
+# -- renting --------------------------------------------------------------------
+
+@dataclass
+class ClusterOutcome:
+    name: str
+    placement: Placement
+    members: list[LedgerEntry]       # head first
+    replaced: list[str] = field(default_factory=list)   # one line per machine replaced or refused
+    seconds_to_ready: float = 0.0
+
+    @property
+    def hosts(self) -> ClusterHosts:
+        return ClusterHosts(self.name, tuple(node_from_entry(m) for m in self.members))
+
+    @property
+    def price_per_hour(self) -> float:
+        return sum(m.price_per_hour or 0.0 for m in self.members)
+
+
+def check_name_free(ledger: Ledger, name: str, nodes: int) -> None:
+    """A UsageError when `name` or a member's name is in use by a live machine or cluster."""
+    if ledger.cluster_members(name):
+        raise UsageError(f"--name '{name}': a cluster named '{name}' is already in the ledger "
+                         f"(see 'gpubench ls'; pick another --name)")
+    for taken in (name, *(member_name(name, i) for i in range(nodes))):
+        if ledger.find_active(taken) is not None:
+            raise UsageError(f"--name '{name}': an instance named '{taken}' is already in the ledger "
+                             f"(see 'gpubench ls'; pick another --name)")
+
+
+def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placement, ledger: Ledger,
+                      progress: Progress, gate: Gate | None = None) -> ClusterOutcome:
+    """Rent `req.nodes` machines from `placement`, head first. Anything that stops the
+    cluster from being completed (a member that cannot be had within its attempts, a
+    mismatched member, Ctrl-C) terminates every member and confirms each gone first."""
+    started = time.monotonic()
+    name = req.machine.name
+    check_name_free(ledger, name, req.nodes)
+    outcome = ClusterOutcome(name, placement, [])
+    try:
+        for index in range(req.nodes):
+            member = replace(req.machine, name=member_name(name, index), cluster=name, node_index=index,
+                             region=placement.region or req.machine.region, ports=CLUSTER_PORTS)
+            said = _member_progress(progress, name, index)
+            result = provision(provider, member, _pool(provider.name, placement, outcome.members),
+                               ledger, said, gate)
+            outcome.members.append(result.entry)
+            outcome.replaced += [f"node {index}: {line}" for line in result.attempts]
+        outcome.hosts.check_uniform()
+    except BaseException as e:
+        why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
+        progress("teardown", f"cluster {name} cannot be completed ({why}); terminating every member")
+        left = take_down_cluster(ledger, provider, name, lambda line: progress("teardown", line))
+        sync_ssh_config(ledger)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        raise ClusterError(f"cluster {name} on {provider.name} not completed: {why}; "
+                           f"{_teardown_line(name, left)}") from None
+    outcome.seconds_to_ready = time.monotonic() - started
+    return outcome
+
+
+def _pool(provider: str, placement: Placement, rented: list[LedgerEntry]) -> list[Offer]:
+    """The offers to rent the next member from: where an offer is one machine, the
+    ones no member holds come first."""
+    if provider not in ONE_MACHINE_PER_OFFER:
+        return list(placement.offers)
+    held = {m.offer_id for m in rented}
+    return sorted(placement.offers, key=lambda o: o.offer_id in held)
+
+
+def _member_progress(progress: Progress, cluster: str, index: int) -> Progress:
+    return lambda phase, detail: progress(phase, f"{cluster}:{index} {detail}")
+
+
+def take_down_cluster(ledger: Ledger, provider: Provider, name: str,
+                      say: Callable[[str], None]) -> list[DownResult]:
+    """Terminate every live member of cluster `name` and confirm each gone; the results
+    of those that are not (their rows stay live: 'ls' shows them)."""
+    left = []
+    for entry in ledger.cluster_members(name):
+        try:
+            result = take_down_entry(ledger, entry, provider, TERMINATE_S, say)
+        except Exception as e:     # one member's failure must not keep the others billing
+            result = DownResult(entry.name, entry.provider, entry.instance_id, False, None, str(e))
+        if not result.gone:
+            left.append(result)
+    return left
+
+
+def _teardown_line(name: str, left: list[DownResult]) -> str:
+    if not left:
+        return "every member was terminated and confirmed gone"
+    names = ", ".join(f"{r.name} ({r.message})" for r in left)
+    return f"NOT confirmed gone: {names}; run 'gpubench ls', then 'gpubench down {name}'"
+
+
+# -- saying how the members are joined -------------------------------------------
+
+def network_line(provider: str, hosts: ClusterHosts) -> str:
+    """One line on which network joins the members, plainly."""
+    network = hosts.network
+    if network == PRIVATE:
+        addresses = ", ".join(n.private_ip for n in hosts.nodes)
+        return f"network: {provider}'s private network ({addresses})"
+    line = (f"network: {provider} gives no private network between these machines: the link "
+            f"between nodes is the public internet")
+    mapped = hosts.head.port_map.get(RENDEZVOUS_PORT)
+    if mapped is not None:
+        line += f" (the head's rendezvous port {RENDEZVOUS_PORT} is mapped to {mapped})"
+    elif hosts.size > 1:
+        line += f" ({provider} mapped no public port for the rendezvous port {RENDEZVOUS_PORT})"
+    if network == LOOPBACK:
+        line += "; here every member is on this machine's loopback (mock cloud)"
+    return line
