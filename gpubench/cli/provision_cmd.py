@@ -88,11 +88,13 @@ def provision(
 
 def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, gate) -> None:
     from gpubench.lifecycle import fleet
-    from gpubench.lifecycle.cluster_provision import (ClusterRequest, connect_and_place, member_name,
-                                                      network_line, provision_cluster)
+    from gpubench.lifecycle.cluster_provision import (ClusterRequest, check_name_free, connect_and_place,
+                                                      member_name, network_line, provision_cluster)
     from gpubench.lifecycle.ledger import Ledger
 
-    creq = ClusterRequest(req, nodes)
+    creq = ClusterRequest(req, nodes).validate()
+    with Ledger() as ledger:
+        check_name_free(ledger, req.name, nodes)     # before any offer is looked at
     prov, place = connect_and_place(creq)
     name = req.name
     total = place.price_per_hour * nodes

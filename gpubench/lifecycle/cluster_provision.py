@@ -199,8 +199,8 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
             member = replace(req.machine, name=member_name(name, index), cluster=name, node_index=index,
                              region=placement.region or req.machine.region, ports=CLUSTER_PORTS)
             said = _member_progress(progress, name, index)
-            result = provision(provider, member, _pool(provider.name, placement, outcome.members),
-                               ledger, said, gate)
+            pool = _pool(provider.name, placement, outcome.members, req.machine.attempts)
+            result = provision(provider, member, pool, ledger, said, gate)
             outcome.members.append(result.entry)
             outcome.replaced += [f"node {index}: {line}" for line in result.attempts]
         outcome.hosts.check_uniform()
@@ -217,13 +217,16 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
     return outcome
 
 
-def _pool(provider: str, placement: Placement, rented: list[LedgerEntry]) -> list[Offer]:
-    """The offers to rent the next member from: where an offer is one machine, the
-    ones no member holds come first."""
-    if provider not in ONE_MACHINE_PER_OFFER:
-        return list(placement.offers)
-    held = {m.offer_id for m in rented}
-    return sorted(placement.offers, key=lambda o: o.offer_id in held)
+def _pool(provider: str, placement: Placement, rented: list[LedgerEntry], attempts: int) -> list[Offer]:
+    """The offers to rent the next member from, in the order provision() walks them
+    (it moves to the next offer after a machine that never became ready): the
+    placement's offers once per attempt, so a replacement comes from the same type in
+    the same region. Where an offer is one machine, the ones no member holds come first."""
+    offers = list(placement.offers)
+    if provider in ONE_MACHINE_PER_OFFER:
+        held = {m.offer_id for m in rented}
+        offers.sort(key=lambda o: o.offer_id in held)
+    return offers * max(attempts, 1)
 
 
 def _member_progress(progress: Progress, cluster: str, index: int) -> Progress:
