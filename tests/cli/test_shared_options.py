@@ -52,8 +52,9 @@ USES = {
 
 # Flags that two commands give different meanings and that stay with their one
 # command each (ls --all: include terminated; down --all: every instance; provision
-# --dry-run: rent nothing; run --dry-run: print the sbatch scripts, submit nothing).
-LOCAL_MEANINGS = {"--all", "--workload", "--interruptible", "--dry-run"}
+# --dry-run: rent nothing; run --dry-run: print the sbatch scripts, submit nothing;
+# provision --nodes: how many machines the cluster has; run --nodes: node counts to sweep).
+LOCAL_MEANINGS = {"--all", "--workload", "--interruptible", "--dry-run", "--nodes"}
 
 
 def _aliases() -> dict[str, object]:
