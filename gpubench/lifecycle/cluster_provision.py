@@ -210,6 +210,7 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
         left = take_down_cluster(ledger, provider, name, lambda line: progress("teardown", line))
         sync_ssh_config(ledger)
         if isinstance(e, KeyboardInterrupt):
+            progress("teardown", _teardown_line(name, left))
             raise
         raise ClusterError(f"cluster {name} on {provider.name} not completed: {why}; "
                            f"{_teardown_line(name, left)}") from None
