@@ -120,19 +120,28 @@ def _gpus(n: int) -> str:
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
+def _offers(n: int, kind: str) -> str:
+    return f"{n} {kind}offer" + ("" if n == 1 else "s")
+
+
 def _offered(values: list[str]) -> str:
     return f"only {values[0]} is offered" if len(values) == 1 else f"{spoken(values, 'and')} are offered"
 
 
-def _counts_offered(offers: list[Offer]) -> list[str]:
-    """GPU counts per machine on offer; "1 to 8" where a provider rents any count up to
-    a ceiling (RunPod's max_count) and so lists one count at a time."""
-    counts = {o.gpu_count for o in offers}
-    ceilings = [c for o in offers if isinstance(c := o.extra.get("max_count"), int)]
-    out = [str(n) for n in sorted(counts)]
-    if ceilings and max(ceilings) > max(counts):
-        out.append(f"any count up to {max(ceilings)} on {spoken(sorted({o.provider for o in offers if o.extra.get('max_count')}), 'and')}")
-    return out
+def _counts_offered(offers: list[Offer]) -> str:
+    """The GPU counts per machine on offer, as words: "1, 2, 4 and 8 are offered". A
+    provider that rents any count up to a ceiling (RunPod's max_count) lists one count
+    at a time, so its ceiling is said instead."""
+    listed = [o for o in offers if not isinstance(o.extra.get("max_count"), int)]
+    ceilings: dict[str, int] = {}
+    for o in offers:
+        if isinstance(o.extra.get("max_count"), int):
+            ceilings[o.provider] = max(ceilings.get(o.provider, 0), o.extra["max_count"])
+    parts = []
+    if listed:
+        parts.append(_offered([str(n) for n in sorted({o.gpu_count for o in listed})]))
+    parts += [f"{name} rents 1 to {most} GPUs per machine" for name, most in sorted(ceilings.items())]
+    return "; ".join(parts)
 
 
 def _cheapest_line(o: Offer) -> str:
@@ -165,9 +174,8 @@ def explain_none(providers: list[str], offers: list[Offer], f: OfferFilter,
     if f.gpus:
         fit = [o for o in left if o.gpu_count == f.gpus]
         if not fit:
-            counts = _counts_offered(left)
-            return (f"{who} {has} {len(left)} {kind}offers, none with {_gpus(f.gpus)}; "
-                    f"{_offered(counts)}")
+            return (f"{who} {has} {_offers(len(left), kind)}, none with {_gpus(f.gpus)}; "
+                    f"{_counts_offered(left)}")
         left, said = fit, said + [f"with {_gpus(f.gpus)}"]
     if f.gpu_type:
         fit = [o for o in left if gpu_matches(f.gpu_type, o.gpu_name, offer_vram_gb(o))]
@@ -175,13 +183,15 @@ def explain_none(providers: list[str], offers: list[Offer], f: OfferFilter,
             names = sorted({_name_with_vram(o, f.gpu_type) for o in left})
             return (f"{who} {has} no {kind}offers of type {wanted_gpu(f.gpu_type)}{context()}; "
                     f"GPU types offered{context()}: {', '.join(names)}")
-        left, said = fit, [f"of {wanted_gpu(f.gpu_type)}"] + said
+        names = {o.gpu_name for o in fit}      # "4090" reads better as the RTX 4090 it matched
+        label = names.pop() if len(names) == 1 else str(wanted_gpu(f.gpu_type))
+        left, said = fit, [f"of {label}"] + said
     if f.region:
         fit = [o for o in left if _in_region(o, f.region)]
         if not fit:
             regions = sorted({r for o in left for r in ([o.region] + o.extra.get("data_centers", [])) if r})
             return (f"{who} {has} no {kind}offers{context()} in region {f.region}; "
-                    f"regions offered{context()}: {', '.join(regions) or 'none named'}")
+                    f"regions offered{context()}: {_listing(regions) or 'none named'}")
         left, said = fit, said + [f"in {f.region}"]
     if f.min_vram is not None:
         fit = [o for o in left if _has_vram(o, f.min_vram)]
@@ -190,20 +200,25 @@ def explain_none(providers: list[str], offers: list[Offer], f: OfferFilter,
             most = max(known, key=lambda o: offer_vram_gb(o) or 0, default=None)
             hint = (f"the most is {offer_vram_gb(most):g} GB ({most.gpu_name})" if most
                     else "none says how much")
-            return (f"{who} {has} {len(left)} {kind}offers{context()}, none with at least "
+            return (f"{who} {has} {_offers(len(left), kind)}{context()}, none with at least "
                     f"{f.min_vram:g} GB per GPU; {hint}")
         left, said = fit, said + [f"with {f.min_vram:g}+ GB per GPU"]
     if f.max_price is not None:
         fit = [o for o in left if o.price_per_hour <= f.max_price]
         if not fit:
             cheapest = sort_offers(left, "price")[0]
-            return (f"{who} {has} {len(left)} {kind}offers{context()}, none at or under "
+            return (f"{who} {has} {_offers(len(left), kind)}{context()}, none at or under "
                     f"{format_dollars(f.max_price)}/h (cheapest is {_cheapest_line(cheapest)})")
         left = fit
         said = said + [f"at or under {format_dollars(f.max_price)}/h"]
     if f.only_available:
         return f"every {who} {kind}offer{context()} is sold out right now"
     return f"no {who} offer fits"   # not reached: every filter above passed something
+
+
+def _listing(names: list[str]) -> str:
+    """Names joined with commas, or semicolons where names have commas ("Texas, US")."""
+    return ("; " if any("," in n for n in names) else ", ").join(names)
 
 
 def _name_with_vram(o: Offer, wanted: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "amd", "instinct", "gpu", "quadro"}
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "amd", "instinct", "gpu", "quadro", "generation"}
 _FORM_FACTORS = {"sxm": "SXM", "pcie": "PCIe", "nvl": "NVL"}
 # RTX A-series workstation cards: Lambda writes "a6000", others "RTX A6000".
 _RTX_A_SERIES = re.compile(r"^a[2-6]000$")
@@ -138,7 +138,7 @@ def known_vram_gb(gpu_name: str) -> int | None:
     return KNOWN_VRAM_GB.get(model)
 
 
-def offer_vram_gb(offer) -> float | None:
+def offer_vram_gb(offer) -> int | None:
     """Memory per GPU of an offer in GB: the provider's own figure where it gives one
     (extra "vram_gb" from Lambda's description and RunPod's catalog, Vast.ai's
     "gpu_ram" in MB), else the table of known GPUs, else None."""
@@ -148,5 +148,5 @@ def offer_vram_gb(offer) -> float | None:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             # Vast.ai writes MB (24564); accept GB too, which no GPU reaches 1024 of.
             gb = value / per_gb if per_gb > 1 and value >= 1024 else value
-            return float(round(gb))
+            return int(round(gb))
     return known_vram_gb(offer.gpu_name)
