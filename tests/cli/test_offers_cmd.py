@@ -103,3 +103,14 @@ def test_every_sort_is_in_the_help(cli):
     flat = re.sub(r"\s+", " ", re.sub(r"-\n\s*", "-", out))
     for name in ("price:", "price-per-gpu:", "vram:", "gpus:", "region:", "reliability:"):
         assert name in flat
+
+
+@pytest.mark.parametrize("typed,gpu", [("rtx4090", "RTX 4090"), ("RTX-4090", "RTX 4090"), ("4090", "RTX 4090"),
+                                       ("h100 sxm", "H100 SXM"), ("H100-SXM5-80GB", "H100 SXM")])
+def test_provision_and_bench_read_gpu_types_as_offers_does(cloud, cli, typed, gpu):
+    from gpubench.bench import BenchRequest, plan_bench
+
+    code, out, err = cli("provision", "vast", "--gpus", "1", "--gpu-type", typed, "--dry-run")
+    assert code == 0 and f"cheapest match: 1x {gpu} on vast" in out, err
+    plan = plan_bench(BenchRequest("runpod", 1, [], [], None, typed))
+    assert {o.gpu_name for o in plan.offers} == {gpu}
