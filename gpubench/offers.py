@@ -189,7 +189,7 @@ def explain_none(providers: list[str], offers: list[Offer], f: OfferFilter,
     if f.region:
         fit = [o for o in left if _in_region(o, f.region)]
         if not fit:
-            regions = sorted({r for o in left for r in ([o.region] + o.extra.get("data_centers", [])) if r})
+            regions = sorted({r for o in left for r in (o.extra.get("data_centers") or [o.region]) if r})
             return (f"{who} {has} no {kind}offers{context()} in region {f.region}; "
                     f"regions offered{context()}: {_listing(regions) or 'none named'}")
         left, said = fit, said + [f"in {f.region}"]

@@ -105,8 +105,8 @@ def test_every_sort_is_in_the_help(cli):
         assert name in flat
 
 
-@pytest.mark.parametrize("typed,gpu", [("rtx4090", "RTX 4090"), ("RTX-4090", "RTX 4090"), ("4090", "RTX 4090"),
-                                       ("h100 sxm", "H100 SXM"), ("H100-SXM5-80GB", "H100 SXM")])
+@pytest.mark.parametrize("typed,gpu", [("rtx4090", "RTX 4090"), ("4090", "RTX 4090"),
+                                       ("H100-SXM5-80GB", "H100 SXM")])
 def test_provision_and_bench_read_gpu_types_as_offers_does(cloud, cli, typed, gpu):
     from gpubench.bench import BenchRequest, plan_bench
 

@@ -118,7 +118,7 @@ class _Tty:
         return True
 
 
-@pytest.mark.parametrize("answer", [True, False])
+@pytest.mark.parametrize("answer", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_asked_again_at_the_terminal(cloud, cli, monkeypatch, answer):
     questions = []
 
