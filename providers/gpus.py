@@ -1,38 +1,77 @@
-"""One spelling per GPU across providers.
+"""One spelling per GPU across providers, and the same reading of what users type.
 
 Lambda says "gpu_1x_h100_pcie" or "H100 (80 GB PCIe)", Vast.ai "H100 PCIE", RunPod
 "NVIDIA H100 PCIe" (id) or "H100 PCIe" (name): all become "H100 PCIe". The canonical
 form is MODEL plus, where the provider says it, the form factor (SXM, PCIe, NVL).
-Memory size is dropped: no provider spells it consistently enough to compare on.
+Memory size is dropped from the name: no provider spells it consistently enough to
+compare on; an offer's memory per GPU comes from the provider's own figure
+(`offer_vram_gb`), else from KNOWN_VRAM_GB.
+
+Users type "rtx4090", "4090", "RTX-4090", "h100 sxm", "H100-SXM5-80GB" or "a100 80gb":
+`wanted_gpu` reads these with the same tokenizer, keeping the memory size as a
+separate requirement, and `gpu_matches` compares the two sides.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "amd", "instinct", "gpu", "quadro"}
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "amd", "instinct", "gpu", "quadro", "generation"}
 _FORM_FACTORS = {"sxm": "SXM", "pcie": "PCIe", "nvl": "NVL"}
 # RTX A-series workstation cards: Lambda writes "a6000", others "RTX A6000".
 _RTX_A_SERIES = re.compile(r"^a[2-6]000$")
+# Words run together as users type them: "rtx4090" -> "rtx 4090", "3080ti" -> "3080 ti",
+# "h100sxm5" -> "h100 sxm5", "a100-80gb" is already two words.
+_JOINED_PREFIX = re.compile(r"^(rtx|gtx)(a?\d.*)$")
+_JOINED_SUFFIX = re.compile(r"^(.*\d)(ti|sxm\d*|pcie\d*|nvl|ada)$")
+_MEMORY = re.compile(r"^(\d+)(gb|g|gib)?$")
+
+# Memory per GPU in GB where the model name alone decides it. Models sold with more
+# than one size (A100 40/80 GB, V100 16/32 GB) are left out: an unknown beats a guess.
+KNOWN_VRAM_GB: dict[str, int] = {
+    "H100 SXM": 80, "H100 PCIe": 80, "H100 NVL": 94, "H200": 141, "H200 SXM": 141,
+    "H200 NVL": 141, "GH200": 96, "B200": 180, "B200 SXM": 180, "A10": 24, "A10 PCIe": 24,
+    "A10G": 24, "A40": 48, "L40S": 48, "L40": 48, "L4": 24, "T4": 16, "A16": 16,
+    "RTX 5090": 32, "RTX 4090": 24, "RTX 4080": 16, "RTX 3090": 24, "RTX 3090 TI": 24,
+    "RTX A6000": 48, "RTX 6000 Ada": 48, "RTX A5000": 24, "RTX A4000": 16, "RTX 4000 Ada": 20,
+    "MI300X": 192,
+}
 
 
-def normalize_gpu_name(raw: str) -> str:
-    """Canonical GPU name, e.g. normalize_gpu_name("gpu_8x_h100_sxm5") == "H100 SXM"."""
+def _tokens(raw: str) -> list[str]:
+    """Lower-case words of a GPU name, with run-together words split."""
     text = (raw or "").strip().lower()
-    if not text:
-        return ""
     text = re.sub(r"^gpu_\d+x_", "", text)              # Lambda instance-type prefix
     text = re.sub(r"[_\-(),/]+", " ", text)
-    tokens = [t for t in text.split() if t not in _VENDOR_WORDS]
+    out: list[str] = []
+    for tok in text.split():
+        m = _JOINED_PREFIX.match(tok)
+        if m:
+            out.append(m.group(1))
+            tok = m.group(2)
+        m = _JOINED_SUFFIX.match(tok)
+        if m and m.group(1) not in {"", "rtx", "gtx"}:
+            out += [m.group(1), m.group(2)]
+        else:
+            out.append(tok)
+    return [t for t in out if t not in _VENDOR_WORDS]
+
+
+def _read(raw: str) -> tuple[str, int | None]:
+    """(canonical name, memory in GB where the text states one)."""
+    tokens = _tokens(raw)
     form = ""
     model: list[str] = []
+    memory: int | None = None
     hbm = False
     for tok in tokens:
         base = re.sub(r"\d+$", "", tok)                  # sxm5 -> sxm, pcie4 -> pcie
+        size = _MEMORY.match(tok)
         if base in _FORM_FACTORS and not form:
             form = _FORM_FACTORS[base]
-        elif re.fullmatch(r"\d+(gb|g)?", tok) and model and model[-1] != "rtx":
-            continue                                     # memory size: "80", "80gb"
+        elif size and model and model[-1] not in {"rtx", "gtx"}:
+            memory = int(size.group(1))                  # "80", "80gb" after the model
         elif tok in {"gb", "gib"}:
             continue
         elif tok.startswith("hbm"):
@@ -40,29 +79,74 @@ def normalize_gpu_name(raw: str) -> str:
         else:
             model.append(tok)
     if not model:
-        return raw.strip()
+        return raw.strip(), memory
     if _RTX_A_SERIES.match(model[0]):
         model.insert(0, "rtx")
     # RunPod's SXM H100 is "NVIDIA H100 80GB HBM3": HBM without a form factor means SXM.
     if hbm and not form and model[0] in {"h100", "h200", "b200"}:
         form = "SXM"
-    words = []
-    for tok in model:
-        if tok in {"rtx", "gtx", "rtxa"}:
-            words.append(tok.upper())
-        elif tok == "ada":
-            words.append("Ada")
-        else:
-            words.append(tok.upper())
-    return " ".join(words + ([form] if form else []))
+    words = ["Ada" if tok == "ada" else tok.upper() for tok in model]
+    return " ".join(words + ([form] if form else [])), memory
 
 
-def gpu_matches(wanted: str | None, actual: str) -> bool:
+def normalize_gpu_name(raw: str) -> str:
+    """Canonical GPU name, e.g. normalize_gpu_name("gpu_8x_h100_sxm5") == "H100 SXM"."""
+    if not (raw or "").strip():
+        return ""
+    return _read(raw)[0]
+
+
+@dataclass(frozen=True)
+class WantedGpu:
+    """A GPU as a user asked for it: the canonical words, and a memory size if given."""
+    name: str                  # canonical, e.g. "RTX 4090", "H100 SXM", "A100"
+    memory_gb: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.memory_gb} GB" if self.memory_gb else self.name
+
+
+def wanted_gpu(text: str) -> WantedGpu:
+    """What a user typed (--gpu, --gpu-type), read the way provider names are:
+    "rtx4090", "RTX-4090" -> RTX 4090; "H100-SXM5-80GB" -> H100 SXM, 80 GB."""
+    name, memory = _read(text)
+    return WantedGpu(name, memory)
+
+
+def gpu_matches(wanted: str | None, actual: str, vram_gb: float | None = None) -> bool:
     """Whether an offer's GPU satisfies --gpu-type: every word of the wanted name is in
     the offer's ("H100" matches "H100 SXM" and "H100 PCIe", "4090" matches "RTX 4090",
-    "H100 SXM" does not match "H100 PCIe", "A100" does not match "A10")."""
+    "H100 SXM" does not match "H100 PCIe", "A100" does not match "A10"). A memory size
+    in the wanted name ("a100 80gb") must equal the offer's `vram_gb`; an offer whose
+    memory is unknown does not match it."""
     if not wanted:
         return True
-    want = normalize_gpu_name(wanted).lower().split()
+    want = wanted_gpu(wanted)
+    words = want.name.lower().split()
     have = normalize_gpu_name(actual).lower().split()
-    return bool(want) and all(w in have for w in want)
+    if not words or not all(w in have for w in words):
+        return False
+    return want.memory_gb is None or (vram_gb is not None and round(vram_gb) == want.memory_gb)
+
+
+def known_vram_gb(gpu_name: str) -> int | None:
+    """Memory per GPU from the model's name alone (KNOWN_VRAM_GB), or None."""
+    canon = normalize_gpu_name(gpu_name)
+    if canon in KNOWN_VRAM_GB:
+        return KNOWN_VRAM_GB[canon]
+    model = canon.rsplit(" ", 1)[0] if canon.endswith(tuple(_FORM_FACTORS.values())) else canon
+    return KNOWN_VRAM_GB.get(model)
+
+
+def offer_vram_gb(offer) -> int | None:
+    """Memory per GPU of an offer in GB: the provider's own figure where it gives one
+    (extra "vram_gb" from Lambda's description and RunPod's catalog, Vast.ai's
+    "gpu_ram" in MB), else the table of known GPUs, else None."""
+    extra = getattr(offer, "extra", None) or {}
+    for key, per_gb in (("vram_gb", 1.0), ("memory_gb", 1.0), ("gpu_ram", 1024.0)):
+        value = extra.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            # Vast.ai writes MB (24564); accept GB too, which no GPU reaches 1024 of.
+            gb = value / per_gb if per_gb > 1 and value >= 1024 else value
+            return int(round(gb))
+    return known_vram_gb(offer.gpu_name)

@@ -189,11 +189,21 @@ def _type_offers(type_name: str, item: dict, gpus: int | None) -> list[Offer]:
     price = float(itype.get("price_cents_per_hour") or 0) / 100.0     # "80" in API 1.5.3
     regions = [r["name"] for r in item.get("regions_with_capacity_available") or []]
     common = dict(provider=NAME, gpu_name=gpu, gpu_count=count, price_per_hour=price,
-                  disk_gb=specs.get("storage_gib"), instance_type=itype.get("name", type_name))
+                  disk_gb=specs.get("storage_gib"), instance_type=itype.get("name", type_name),
+                  extra={"vram_gb": _vram_gb(itype)})
     if not regions:
         return [Offer(offer_id=f"{type_name}@", region="", available=0, **common)]
     return [Offer(offer_id=f"{type_name}@{region}", region=region, available=1, **common)
             for region in regions]
+
+
+def _vram_gb(itype: dict) -> int | None:
+    """Memory per GPU from the description, "H100 (80 GB SXM5)" or "1x GH200 (96 GB)"."""
+    for text in (itype.get("gpu_description"), itype.get("description")):
+        found = re.search(r"\((\d+)\s*GB", str(text or ""), re.I)
+        if found:
+            return int(found.group(1))
+    return None
 
 
 def _tags(raw) -> dict[str, str]:

@@ -216,7 +216,8 @@ def _offer(gpu: dict, count: int) -> Offer | None:
         gpu_count=count, price_per_hour=round(float(per_gpu) * count, 4),
         region=",".join(centers[:3]) + ("..." if len(centers) > 3 else ""),
         available=AVAILABLE.get(availability, 0), instance_type=gpu["id"],
-        extra={"availability": availability, "data_centers": centers, "memory_gb": gpu.get("memory")})
+        extra={"availability": availability, "data_centers": centers, "memory_gb": gpu.get("memory"),
+               "max_count": ceiling})   # any count up to it can be asked for
 
 
 __all__ = ["RunPod", "connect", "NotFoundError"]

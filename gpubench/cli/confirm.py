@@ -23,3 +23,18 @@ def confirm_or_stop(question: str, refusal_without_tty: str, said_on_no: str | N
         if said_on_no:
             err(said_on_no)
         raise typer.Exit(1)
+
+
+def rent_question(offer, provider: str, tail: str = "") -> str:
+    """"Rent 1x RTX 3090 (24 GB) at $0.16/h on vast?": what is rented, for how much,
+    named in the question itself."""
+    from gpubench.lifecycle.consent import describe_machine
+    from gpubench.providers.gpus import offer_vram_gb
+
+    machine = describe_machine(offer.gpu_count, offer.gpu_name, offer.price_per_hour, offer_vram_gb(offer))
+    return f"Rent {machine} on {provider}{tail}?"
+
+
+def ask(question: str) -> bool:
+    """A yes/no question in the middle of a command (default no)."""
+    return typer.confirm(question, default=False)

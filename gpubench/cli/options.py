@@ -46,6 +46,13 @@ MaxPriceOpt = Annotated[Optional[float], typer.Option("--max-price", help=MAX_PR
 DiskOpt = Annotated[int, typer.Option("--disk", help=DISK_HELP)]
 ImageOpt = Annotated[Optional[str], typer.Option("--image", help=IMAGE_HELP)]
 NameOpt = Annotated[Optional[str], typer.Option("--name", help=NAME_HELP)]
+REGION_HELP = "Region or data center."
+RegionOpt = Annotated[Optional[str], typer.Option("--region", help=REGION_HELP)]
+# Consent to a machine other than the one confirmed, should that one never boot.
+ANY_GPU_HELP = ("If the machine confirmed never boots, rent another GPU type without asking "
+                "(without it, gpubench asks, or under --yes stops; --max-price likewise allows "
+                "a higher price up to it).")
+AnyGpuOpt = Annotated[bool, typer.Option("--any-gpu", help=ANY_GPU_HELP)]
 
 # How hard provisioning tries (provision, bench).
 AttemptsOpt = Annotated[int, typer.Option("--attempts", help="Launches to try before giving up.")]

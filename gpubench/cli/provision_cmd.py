@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
-                                  MaxHoursOpt, MaxPriceOpt, NameOpt, PreflightOpt, ProviderArg,
-                                  SshTimeoutOpt, YesOpt)
+from gpubench.cli.confirm import ask, confirm_or_stop, rent_question
+from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, DiskOpt, GpuTypeOpt, ImageOpt,
+                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, PreflightOpt,
+                                  ProviderArg, RegionOpt, SshTimeoutOpt, YesOpt)
 from gpubench.cli.render import err, format_dollars, out
 
 
@@ -20,7 +20,7 @@ def provision(
     gpu_type: GpuTypeOpt = None,
     disk: DiskOpt = 100,
     image: ImageOpt = None,
-    region: Annotated[Optional[str], typer.Option("--region", help="Region or data center.")] = None,
+    region: RegionOpt = None,
     name: NameOpt = None,
     max_price: MaxPriceOpt = None,
     interruptible: Annotated[bool, typer.Option(
@@ -36,10 +36,12 @@ def provision(
     nodes: Annotated[Optional[int], typer.Option(
         "--nodes", help="Rent a cluster of NODES machines of one offer type in one region, all or "
                         "nothing (--attempts then counts launches per member).")] = None,
+    any_gpu: AnyGpuOpt = False,
 ) -> None:
     """Rent a machine with GPUS GPUs (or a cluster of --nodes machines), wait until SSH
     answers, and print how to reach it."""
     from gpubench.lifecycle import fleet
+    from gpubench.lifecycle.consent import Agreed, Consent
     from gpubench.lifecycle.ledger import Ledger
     from gpubench.lifecycle.provision import (DEFAULT_IMAGE, Deadlines, ProvisionRequest,
                                               connect_and_plan, provision as run)
@@ -68,11 +70,15 @@ def provision(
         return
     stops = (f", stopping itself after {max_hours:g} h unless a gpubench run is active on it"
              if max_hours else "")
-    confirm_or_stop(f"Rent it for {format_dollars(best.price_per_hour)}/h{stops}?",
+    confirm_or_stop(rent_question(best, provider, stops),
                     "not rented: pass --yes to rent without a terminal to confirm on",
                     said_on_no="nothing rented", yes=yes)
+    # A --gpu-type the user named covers every type it matches; --max-price every price up to it.
+    agreed = Agreed.offer(best, any_gpu=any_gpu or bool(gpu_type), max_price=max_price)
     with Ledger() as ledger, _Progress() as progress:
-        outcome = run(prov, req, offers, ledger, progress, gate=_gate() if preflight else None)
+        consent = Consent(agreed, ask=None if yes else progress.ask)
+        outcome = run(prov, req, offers, ledger, progress, gate=_gate() if preflight else None,
+                      consent=consent)
     e = outcome.entry
     out(f"ready in {outcome.seconds_to_ready:.1f} s: {e.name} ({provider} {e.instance_id}), "
         f"{e.gpu_count}x {e.gpu_name} at {format_dollars(e.price_per_hour)}/h")
@@ -154,6 +160,16 @@ class _Progress:
     def __exit__(self, *exc) -> None:
         if self.status is not None:
             self.status.stop()
+
+    def ask(self, question: str) -> bool:
+        """Ask with the spinner stopped, so the question is not drawn over."""
+        if self.status is not None:
+            self.status.stop()
+        try:
+            return ask(question)
+        finally:
+            if self.status is not None:
+                self.status.start()
 
     def __call__(self, phase: str, detail: str) -> None:
         line = f"[{time.monotonic() - self.start:6.1f}s] {phase:<8} {detail}"

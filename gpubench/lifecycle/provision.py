@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.lifecycle import accounts, watchdog
+from gpubench.lifecycle.consent import Consent
 from gpubench.lifecycle.keys import HostKeyChangedError, SshNotReady, ensure_keypair, probe
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.sshconfig import sync_ssh_config
@@ -27,7 +28,7 @@ from gpubench.lifecycle.status import LedgerStatus
 from gpubench.lifecycle.terminate import terminate_and_confirm
 from gpubench.lifecycle.waiting import Reminder, pause
 from gpubench.offer_checks import left_out_line, split_offers
-from gpubench.offers import matching_offers
+from gpubench.offers import OfferFilter, explain_none, matching_offers
 from gpubench.providers import registry
 from gpubench.providers.common import (Instance, InstanceState, LaunchSpec, NotFoundError, Offer,
                                        Provider, ProviderError, provider_name)
@@ -101,38 +102,20 @@ def default_name(provider: str) -> str:
 
 # -- choosing ----------------------------------------------------------------
 
-def why_none(offers: list[Offer], req: ProvisionRequest) -> str:
-    """One line saying which filter left nothing."""
-    if not offers:
-        kind = "interruptible " if req.interruptible else ""
-        return f"{req.provider} has no {kind}machines available to rent right now"
-    steps = [("with %d GPU(s)" % req.gpus, dict(gpus=req.gpus)),
-             (f"of type {req.gpu_type}", dict(gpu_type=req.gpu_type)),
-             (f"in region {req.region}", dict(region=req.region)),
-             (f"at or under ${req.max_price}/h", dict(max_price=req.max_price))]
-    kw: dict = {}
-    said = []
-    for text, extra in steps:
-        if all(v is None for v in extra.values()):
-            continue
-        kw.update(extra)
-        said.append(text)
-        left = matching_offers(offers, only_available=False, **kw)
-        if not left:
-            cheapest = matching_offers(offers, only_available=False,
-                                       **{k: v for k, v in kw.items() if k not in extra})
-            hint = ""
-            if "max_price" in extra and cheapest:
-                hint = f" (cheapest is ${cheapest[0].price_per_hour:.2f}/h)"
-            return f"no {req.provider} offer {' '.join(said)}{hint}"
-    return f"every {req.provider} offer {' '.join(said)} is sold out right now"
+def why_none(offers: list[Offer], req: ProvisionRequest,
+             wider: Callable[[], list[Offer]] | None = None) -> str:
+    """One line saying which filter left nothing (the same explanation `offers` gives)."""
+    return explain_none([req.provider], offers, OfferFilter(
+        req.gpus, req.gpu_type, req.region, None, req.max_price, only_available=True,
+        interruptible=req.interruptible), wider)
 
 
 def plan(provider: Provider, req: ProvisionRequest) -> list[Offer]:
     offers = provider.offers(gpus=req.gpus, gpu_type=req.gpu_type, interruptible=req.interruptible)
     chosen = matching_offers(offers, req.gpus, req.gpu_type, req.max_price, req.region)
     if not chosen:
-        raise NoOfferError(why_none(offers, req))
+        raise NoOfferError(why_none(offers, req, wider=lambda: provider.offers(
+            gpu_type=req.gpu_type, interruptible=req.interruptible)))
     kept, left_out = split_offers(chosen)
     if not kept:
         raise NoOfferError(f"every matching {req.provider} offer fails a check on its host: "
@@ -173,9 +156,11 @@ class Outcome:
 
 
 def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], ledger: Ledger,
-              progress: Progress = _quiet, gate: Gate | None = None) -> Outcome:
+              progress: Progress = _quiet, gate: Gate | None = None,
+              consent: Consent | None = None) -> Outcome:
     """Launch offers in order until one answers SSH (and passes `gate`, when given);
-    returns the ready ledger entry."""
+    returns the ready ledger entry. With `consent`, an offer other than the one the
+    user agreed to (another GPU type, a higher price) is asked about first."""
     started = time.monotonic()
     name = req.name or default_name(req.provider)
     keypair = ensure_keypair()
@@ -187,6 +172,8 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
     for offer in offers[:MAX_CANDIDATES]:
         if launches >= req.attempts:
             break
+        if consent is not None:
+            consent.check(offer)         # ConsentRefused: nothing more is rented
         spec = LaunchSpec(gpus=req.gpus, disk_gb=req.disk_gb, image=req.image, region=req.region,
                           name=name, interruptible=req.interruptible, ssh_key=key_ref, ports=req.ports)
         entry = ledger.begin(name, req.provider, provider_name(name), account, offer_id=offer.offer_id,

@@ -28,6 +28,8 @@ USES = {
     "DiskOpt": {"provision", "bench"},
     "ImageOpt": {"provision", "bench"},
     "NameOpt": {"provision", "bench"},
+    "RegionOpt": {"offers", "provision"},
+    "AnyGpuOpt": {"provision"},
     "InstanceNameArg": {"down", "ssh"},
     "YesOpt": {"provision", "bench", "down"},
     "AttemptsOpt": {"provision", "bench"},

@@ -19,7 +19,7 @@ class Catalog:
 
 
 @pytest.mark.parametrize("kw,words", [
-    (dict(gpus=2), "no p offer with 2 GPU(s)"),
+    (dict(gpus=2), "p has 5 offers, none with 2 GPUs; 1 and 8 are offered"),
     (dict(gpus=1, gpu_type="B200"), "of type B200"),
     (dict(gpus=1, gpu_type="H100", max_price=1.0), "cheapest is $2.50/h"),
     (dict(gpus=1, gpu_type="4090", max_price=0.45), "sold out"),
