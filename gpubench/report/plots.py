@@ -26,6 +26,9 @@ from gpubench.report.tables import short_gpu
 
 KINDS = ("throughput", "efficiency", "cost-time", "bandwidth")
 PLOT_FORMATS = ("png", "svg", "both")  # what --plot-format takes
+# How to install matplotlib into this checkout's environment: the distribution is
+# gpubench-ddp ("gpubench" on PyPI is another project), installed from the checkout.
+PLOTS_INSTALL = "bash scripts/setup.sh (or pip install -e '.[plots]' in the checkout)"
 
 
 @dataclass
@@ -225,5 +228,4 @@ def require_matplotlib(flag: str) -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UsageError(f"{flag} needs matplotlib, which is not installed: "
-                         "pip install 'gpubench[plots]'") from None
+        raise UsageError(f"{flag} needs matplotlib, which is not installed: {PLOTS_INSTALL}") from None
