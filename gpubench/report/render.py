@@ -8,6 +8,7 @@ and json they are returned apart, so that stdout stays machine-readable.
 from __future__ import annotations
 
 import sys
+import textwrap
 from dataclasses import dataclass, field, replace
 
 from gpubench.errors import UsageError
@@ -83,13 +84,18 @@ def comparison(report: Report, compare: tuple[str, str]) -> tuple[Comparison, Se
 
 
 def render_section(section: Section, fmt: str, fit: TableFit | None = None) -> str:
+    """The table, then its cost story and footnotes."""
+    said = ([section.story.text] if section.story else []) + section.footnotes
     if fmt == "markdown":
-        return f"### {section.title}\n\n" + render_rows(section.rows, section.columns, fmt)
+        return (f"### {section.title}\n\n" + render_rows(section.rows, section.columns, fmt)
+                + "".join(f"\n\n{line}" for line in said))
     fit = fit or TableFit(hint=REPORT_HINT)
     if fit.columns and not named_columns(section.columns, fit.columns):
         fit = replace(fit, columns=())  # none of this table's: it shows as it would
-    return render_rows(section.rows, section.columns, fmt, title=section.title,
-                       keep=section.keep, fit=fit)
+    table = render_rows(section.rows, section.columns, fmt, title=section.title,
+                        keep=section.keep, fit=fit)
+    width = max(len(line) for line in table.splitlines())
+    return table + "".join("\n" + textwrap.fill(line, width=max(width, 60)) for line in said)
 
 
 def _picked(columns: list[tuple[str, str]], fit: TableFit) -> list[tuple[str, str]]:

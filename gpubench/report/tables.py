@@ -15,12 +15,14 @@ suspect or measured on a busy machine (the notes say why).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from gpubench.format import format_cell, format_dollars
 from gpubench.report.checks import BANDWIDTH_UNITS, is_stand_in
 from gpubench.report.compare import Comparison
 from gpubench.report.compute import Report, json_ready, report_rows
 from gpubench.report.selectors import short_gpu
+from gpubench.report.story import CostStory, cost_story
 from gpubench.workloads import record_schema
 from gpubench.workloads.record_schema import (ABOVE_ONE, BANDWIDTH_TABLES, MULTI_NODE, SOME_ROW,
                                               VARIES, WORK_TABLES, Field)
@@ -48,6 +50,8 @@ class Section:
     workload: str | None = None  # the workload a table of figures shows
     stand_in: bool = False  # its rows ran on a CPU standing in for GPUs
     keep: tuple[str, ...] = KEY_COLUMNS  # kept longest in a narrow terminal, in this order
+    story: CostStory | None = None  # fastest against cheapest paid, in words
+    footnotes: list[str] = field(default_factory=list)  # what a mark in a cell means
 
 
 def machine_columns() -> list[tuple[str, str]]:
@@ -92,9 +96,40 @@ def _display(row: dict) -> dict:
                                          ("superlinear: suspect", row.get("suspect")),
                                          ("busy", row.get("busy"))) if flagged]
     shown["check"] = ", ".join(checks)
-    marks = [m for m in ("fastest", "cheapest") if row.get(m)]
+    marks = [word for word, flagged in (("fastest", row.get("fastest")),
+                                        ("cheapest paid", row.get("cheapest")),
+                                        ("free", row.get("price_per_hour") == 0)) if flagged]
     shown["best"] = ", ".join(marks)
+    if machine_share(row) is not None:
+        shown["price_per_hour"] = f"{format_cell(row['price_per_hour'])}{SHARE_MARK}"
     return shown
+
+
+SHARE_MARK = "*"
+
+
+def machine_share(row: dict) -> tuple[float, float] | None:
+    """(the row's share of the machine, the whole machine's $/h) where a run used
+    part of a machine and paid that share of its price; None otherwise."""
+    price, machine = row.get("price_per_hour"), row.get("instance_price_per_hour")
+    if not price or not machine or machine <= 0:
+        return None
+    whole = machine * (row.get("nodes") or 1)
+    return (price / whole, machine) if price < whole * (1 - 1e-9) else None
+
+
+def share_footnote(rows: list[dict]) -> str | None:
+    """The footnote for the prices marked SHARE_MARK, with the first one as the example."""
+    shared = [r for r in rows if machine_share(r) is not None]
+    if not shared:
+        return None
+    row = shared[0]
+    part, machine = machine_share(row)
+    per_node = row["gpu_count"] // (row.get("nodes") or 1)
+    gpus = round(per_node / part) if part else per_node
+    return (f"{SHARE_MARK} a share of the machine's price: a run pays for the GPUs it used "
+            f"(here {row['gpu_count']} of {gpus} GPUs on {row['provider']} {row['instance_type']}"
+            f" at {format_dollars(machine)}/h is priced {format_dollars(row['price_per_hour'])}/h)")
 
 
 STAND_IN_TITLE = "{name}, on a CPU standing in for GPUs (not GPU figures)"
@@ -143,7 +178,9 @@ def _workload_section(title: str, rows: list[dict]) -> Section:
                if _shown(f, rows, unit, kind)]
     if any(r["check"] for r in shown):
         columns.append(("check", "check"))
-    return Section(title, columns + [("best", "best")], shown, keep=_key_columns(rows))
+    footnote = share_footnote(rows)
+    return Section(title, columns + [("best", "best")], shown, keep=_key_columns(rows),
+                   story=cost_story(rows), footnotes=[footnote] if footnote else [])
 
 
 def _key_columns(rows: list[dict]) -> tuple[str, ...]:
