@@ -32,8 +32,9 @@ tr.fastest.cheapest td { background: linear-gradient(90deg, #fff1c1 50%, #eaf7e6
 .story { font-size: 1.05em; max-width: 60em; }
 .footnote { font-size: 0.85em; color: #555; max-width: 60em; }
 section.stand-in { border-left: 4px solid #d9a400; padding-left: 1em; background: #fffbea; }
-.figures img { max-width: 100%; width: 640px; height: auto; margin: 0.5em 1em 0.5em 0;
-               border: 1px solid #ddd; }
+.figures { display: grid; gap: 1em; margin: 1em 0;
+           grid-template-columns: repeat(auto-fill, minmax(min(100%, 520px), 1fr)); }
+.figures img { width: 100%; max-width: 760px; height: auto; border: 1px solid #ddd; }
 .notes li { color: #555; }
 @media (max-width: 700px) { body { margin: 0.8em; } table { font-size: 0.8em; } }
 """
@@ -49,7 +50,7 @@ MARKS = (("fastest", "fastest"), ("cheapest", "cheapest paid"), ("free", "free")
 KEY_TEXT = {"fastest": "fastest: the most work per second",
             "cheapest": "cheapest paid: the least money for the same work, of the machines "
                         "that cost money",
-            "free": "free: a machine that costs nothing (this one), never counted as cheapest"}
+            "free": "free: a machine with a price of 0 (your own), never counted as cheapest"}
 
 
 def row_marks(row: dict) -> list[str]:
