@@ -6,6 +6,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Sequence
+
+from gpubench.table_fit import TableFit  # noqa: F401  (how callers say --wide, --columns)
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -38,10 +41,13 @@ def format_dollars(dollars: float) -> str:
 
 
 def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,
-                title: str | None = None) -> str:
+                title: str | None = None, *, keep: Sequence[str] = (),
+                fit: TableFit | None = None) -> str:
     """Render `rows` (dicts) with `columns` given as (key, heading) pairs, in one of
     FORMATS: a rich table for people, markdown, or csv and json (raw values, keys
-    as headings) for programs."""
+    as headings) for programs. A table for people fits `fit`'s width (the
+    terminal's by default): `keep` names the columns it keeps longest, in order of
+    priority; the others go from the right, and a line under the table names them."""
     keys = [k for k, _ in columns]
     if fmt == "json":
         return json.dumps([{k: row.get(k) for k in keys} for row in rows], indent=2)
@@ -58,22 +64,10 @@ def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,
         from tabulate import tabulate
 
         return tabulate(cells, headers=headings, tablefmt="github", disable_numparse=True)
-    from rich.console import Console
-    from rich.table import Table
+    from gpubench.table_fit import fit_table, rich_table
 
-    table = Table(title=title, header_style="bold")
-    for key, heading in columns:
-        numeric = any(isinstance(row.get(key), (int, float)) for row in rows)
-        table.add_column(heading, justify="right" if numeric else "left")
-    for line in cells:
-        table.add_row(*line)
-    buf = io.StringIO()
-    Console(file=buf, width=max(100, _terminal_width()), force_terminal=False,
-            color_system=None).print(table)
-    return buf.getvalue().rstrip("\n")
-
-
-def _terminal_width() -> int:
-    import shutil
-
-    return shutil.get_terminal_size((140, 24)).columns
+    fit = fit or TableFit()
+    numeric = [any(isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool)
+                   for row in rows) for k in keys]
+    layout = fit_table(columns, cells, numeric, keep, fit)
+    return rich_table(layout, title)

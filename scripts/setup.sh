@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Set up everything gpubench needs on a fresh Debian/Ubuntu machine: the Debian
 # packages its remote runs use (rsync, ssh, sshd), a virtual environment in .venv,
-# gpubench itself, and the CPU build of PyTorch for local runs.
+# gpubench itself (the distribution gpubench-ddp, from this checkout), matplotlib for
+# `report --html` and `--plot`, and the CPU build of PyTorch for local runs.
 # Usage: scripts/setup.sh [EXTRAS]   e.g. scripts/setup.sh local,test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-local}"
+case ",$extras," in *,plots,*) ;; *) extras="$extras,plots" ;; esac  # the report's page and figures
 
 missing=()
 command -v rsync >/dev/null || missing+=(rsync)

@@ -185,7 +185,8 @@ FIELDS: tuple[Field, ...] = (
       LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("queue s", when=SOME_ROW)),
     F("slurm_elapsed_s", float, "s", "the job's run time as Slurm counts it (start to end)",
       LAUNCHER, NUMBER, None, column=EVERY_ROW, heading=Heading("run s", when=SOME_ROW)),
-    F("cheapest", bool, "", "the least money for the same work, of its workload",
+    F("cheapest", bool, "", "the least money for the same work of its workload's paid "
+      "configurations (a free machine is not cheapest)",
       REPORT, column=EVERY_ROW),
     F("fastest", bool, "", "the highest throughput of its workload",
       REPORT, column=EVERY_ROW),
@@ -266,7 +267,8 @@ FIELDS: tuple[Field, ...] = (
     # ---- the rest of gpubench's half
     F("device_name", str, "", "the device name the workload reported (gpu_name is the machine's)",
       GPUBENCH),
-    F("instance_price_per_hour", float, "$/h", "the price of the whole machine", GPUBENCH),
+    F("instance_price_per_hour", float, "$/h", "the price of the whole machine (one node); "
+      "above price_per_hour when a run used part of it", GPUBENCH, NUMBER, None, column=EVERY_ROW),
     F("launch_command", str, "", "the launch command as run (torchrun ...)", GPUBENCH),
     F("invocation", str, "", "the gpubench command line that made the sweep", GPUBENCH),
     F("process_seconds", float, "s", "the launch command's wall time, start-up included", GPUBENCH),

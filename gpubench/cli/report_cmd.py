@@ -28,6 +28,8 @@ COMPARE_HELP = (
     "and GPU count (and GPU, when comparing providers).")
 SINCE_HELP = ("Only records made at or after DATE: 2026-01-31, 2026-01-31T12:00 (UTC), "
               "or an age: 12h, 7d, 2w.")
+COLUMNS_HELP = ("Only these columns, in this order: report column names or headings "
+                "(provider,gpu,gpus,throughput,speedup,cost_per_epoch); csv and json too.")
 FAILURES_HELP = ("Which failed runs to list: none, latest (those of configurations that have "
                  "not run ok since) or all.")
 
@@ -58,6 +60,10 @@ def report(
         help="Also write figures per workload into DIR: throughput, efficiency, cost against time.")] = None,
     plot_format: Annotated[str, typer.Option("--plot-format", help="png, svg or both.")] = "png",
     failures: Annotated[str, typer.Option("--failures", help=FAILURES_HELP)] = "latest",
+    wide: Annotated[bool, typer.Option(
+        "--wide", help="Every column at full width, however wide the terminal.")] = False,
+    columns: Annotated[Optional[str], typer.Option(
+        "--columns", metavar="A,B,C", help=COLUMNS_HELP)] = None,
 ) -> None:
     """Throughput, speedup, efficiency and cost per workload, GPU, provider and precision.
 
@@ -67,6 +73,8 @@ def report(
     shows the median of its latest runs and their spread, marked noisy above 10%; a
     speedup above the process count is marked suspect, with its likely cause.
     Tokens replace samples for workloads that measure tokens/s.
+    Tables fit the terminal: the columns that do not fit are named under the table
+    (--wide or --columns shows them); a number is never cut.
     The columns of a long history (64 MB of records and up) are cached in the state
     directory, so the next report reads only the files that changed.
     """
@@ -110,8 +118,18 @@ def report(
 
     built = build_report(frame, parse_baseline(baseline, frame), failures)
     compare = tuple(compare) if compare else None
-    _print(render(built, fmt, workload, compare))
+    _print(render(built, fmt, workload, compare, _table_fit(wide, columns)))
     _write_extras(built, html, plot, plot_formats, compare)
+
+
+def _table_fit(wide: bool, columns: str | None):
+    from gpubench.format import TableFit
+    from gpubench.report.render import REPORT_HINT
+
+    names = tuple(n.strip() for n in (columns or "").split(",") if n.strip())
+    if columns is not None and not names:
+        raise UsageError("--columns: name at least one column (e.g. --columns gpu,gpus,speedup)")
+    return TableFit(wide=wide, columns=names, hint=REPORT_HINT)
 
 
 def _write_extras(report, html: Path | None, plot: Path | None, plot_formats: tuple[str, ...],

@@ -6,9 +6,11 @@ normalise  records of any schema version -> one DataFrame of the columns a repor
 cache      those columns of a long history, kept between reports
 filters    --run and --since
 selectors  naming a provider, a GPU or provider:gpu on the command line
-compute    speedup, efficiency, cost, the cheapest/fastest marks, the Pareto front
-compare    two providers or GPU types side by side
-tables     what each output shows: rows and headings for people and for programs
+compute    speedup, efficiency, cost, the fastest/cheapest-paid marks, the Pareto front
+compare    two providers or GPU types side by side (or what they could be compared on)
+story      per table, the fastest against the cheapest paid configuration in words
+tables     what each output shows: rows and headings for people and for programs, which
+           columns a narrow terminal keeps, footnotes (a price that is a machine's share)
 render     a report as text in each format (table, markdown, csv, json)
 plots      matplotlib figures per workload
 html       one self-contained page: the tables and the figures inlined

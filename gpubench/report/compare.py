@@ -44,3 +44,43 @@ def compare(rows: pd.DataFrame, a: Selector, b: Selector) -> Comparison:
     table.insert(0, "b", b.text)
     table.insert(0, "a", a.text)
     return Comparison(a, b, keys, table.reset_index(drop=True))
+
+
+def nothing_shared(comparison: Comparison) -> bool:
+    """No row has figures from both sides."""
+    rows = comparison.rows
+    return not (rows["a_throughput"].notna() & rows["b_throughput"].notna()).any()
+
+
+def common_ground(rows: pd.DataFrame, a: Selector, b: Selector) -> str:
+    """Why two sides have no row in common, and what they could be compared on
+    instead: the workloads, GPU types, GPU counts or precisions both have."""
+    import shlex
+
+    from gpubench.format import spoken
+    from gpubench.report.selectors import short_gpu
+
+    sides = {a.text: rows[a.mask(rows)], b.text: rows[b.mask(rows)]}
+    (na, ra), (nb, rb) = sides.items()
+
+    def ran(frame: pd.DataFrame, column: str, short=lambda v: str(v)) -> list[str]:
+        return list(dict.fromkeys(short(v) for v in sorted(frame[column].unique(), key=str)))
+
+    workloads = set(ra["workload"]) & set(rb["workload"])
+    if not workloads:
+        return (f"{na} and {nb} share no workload; {na} ran {spoken(ran(ra, 'workload'), 'and')}, "
+                f"{nb} ran {spoken(ran(rb, 'workload'), 'and')}")
+    ra, rb = ra[ra["workload"].isin(workloads)], rb[rb["workload"].isin(workloads)]
+    shared = spoken(sorted(workloads), "and")
+    if a.kind == "provider" and b.kind == "provider" \
+            and not set(ra["gpu_name"]) & set(rb["gpu_name"]):
+        ga, gb = ran(ra, "gpu_name", short_gpu), ran(rb, "gpu_name", short_gpu)
+        return (f"{na} and {nb} ran no GPU type in common ({na}: {', '.join(ga)}; {nb}: "
+                f"{', '.join(gb)}); they share {shared}: compare their GPUs, e.g. "
+                f"--compare {shlex.quote(f'{na}:{ga[0]}')} {shlex.quote(f'{nb}:{gb[0]}')}")
+    for column, what in (("precision", "precision"), ("gpu_count", "GPU count")):
+        if not set(ra[column]) & set(rb[column]):
+            return (f"{na} and {nb} share {shared} but no {what}: {na} ran "
+                    f"{', '.join(ran(ra, column))}, {nb} ran {', '.join(ran(rb, column))}")
+    return (f"{na} and {nb} share {shared} but no configuration (workload arguments, "
+            "precision and GPU count) ran on both")

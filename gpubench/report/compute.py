@@ -270,18 +270,22 @@ def pareto_front(seconds, dollars) -> np.ndarray:
 
 
 def _marks(latest: pd.DataFrame) -> pd.DataFrame:
-    """Per workload: the fastest configuration, the cheapest for the same amount
-    of work, and the cost/time Pareto front (the same for any fixed amount)."""
+    """Per workload (its rows on a CPU standing in for GPUs apart, as their table
+    is): the fastest configuration, the cheapest of those that cost money for the
+    same amount of work (a free machine is free, not cheapest: the question is
+    what to rent), and the cost/time Pareto front (the same for any fixed amount)."""
     latest["fastest"] = False
     latest["cheapest"] = False
     latest["pareto"] = False
     work = latest[~checks.is_bandwidth(latest)]  # a bandwidth test has no cost per unit of work
-    for _, group in work.groupby("workload", sort=False):
+    stand_in = work["gpu_name"].astype(str).map(checks.is_stand_in)
+    for _, group in work.groupby([work["workload"], stand_in], sort=False, observed=True):
         latest.loc[group["throughput"].idxmax(), "fastest"] = True
         cost = group["cost_per_million_samples"]
-        if cost.notna().any():
-            # Of equally cheap configurations (several free local ones) the fastest.
-            priced = group[cost.notna()].sort_values(
+        paid = cost.notna() & group["price_per_hour"].gt(0)
+        if paid.any():
+            # Of equally cheap configurations the fastest.
+            priced = group[paid].sort_values(
                 ["cost_per_million_samples", "throughput"], ascending=[True, False], kind="stable")
             latest.loc[priced.index[0], "cheapest"] = True
         front = pareto_front(1e6 / group["throughput"], cost)

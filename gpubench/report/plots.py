@@ -7,14 +7,17 @@
 - for a bandwidth test, bus bandwidth at the peak and at the largest message
   size against GPU count, in place of the three others;
 - cost against time to finish a fixed amount of work (an epoch when the
-  records know its size, else a million samples or tokens), the Pareto front
-  marked: the configurations no other one beats on both time and cost.
+  records know its size, one run of a script timed as a whole, else a million
+  samples or tokens), time in s, min or h by magnitude, every point labelled
+  where it overlaps no other label, the fastest and the cheapest paid one marked
+  in the colours of the page's key, and the Pareto front: the configurations no
+  other one beats on both time and cost.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -22,10 +25,15 @@ import pandas as pd
 from gpubench.errors import ResultsError, UsageError
 from gpubench.report.checks import is_bandwidth
 from gpubench.report.compute import Report, pareto_front
+from gpubench.format import format_dollars
+from gpubench.report.story import human_seconds
 from gpubench.report.tables import short_gpu
 
 KINDS = ("throughput", "efficiency", "cost-time", "bandwidth")
 PLOT_FORMATS = ("png", "svg", "both")  # what --plot-format takes
+# How to install matplotlib into this checkout's environment: the distribution is
+# gpubench-ddp ("gpubench" on PyPI is another project), installed from the checkout.
+PLOTS_INSTALL = "bash scripts/setup.sh (or pip install -e '.[plots]' in the checkout)"
 
 
 @dataclass
@@ -33,6 +41,7 @@ class Plot:
     workload: str
     kind: str  # one of KINDS
     figure: object  # matplotlib.figure.Figure
+    caption: list[str] = field(default_factory=list)  # each point in words (the page's hover text)
 
     @property
     def stem(self) -> str:
@@ -116,38 +125,109 @@ def efficiency_plot(workload: str, rows: pd.DataFrame, baseline: str) -> Plot:
     axes.axhline(100, linestyle="--", color="grey", label="ideal")
     _gpu_axis(axes, rows["gpu_count"])
     axes.set_ylabel(f"efficiency % (vs {baseline})")
-    axes.set_ylim(bottom=0)
-    axes.legend(fontsize="small")
+    highest = (rows["efficiency"] * 100).max()
+    axes.set_ylim(0, max(110.0, highest * 1.1) if highest == highest else 110.0)  # 100 % not on the edge
+    axes.legend(fontsize="small", loc="lower left")
     return Plot(workload, "efficiency", figure)
+
+
+FASTEST_COLOUR = "#e6a800"  # gold: the fastest, in the figure, its legend and the page's key
+CHEAPEST_COLOUR = "tab:green"  # the cheapest paid configuration
+FREE_COLOUR = "tab:blue"  # a machine that costs nothing
+
+
+def time_unit(seconds) -> tuple[str, float]:
+    """The unit for a time axis by the magnitude of its typical (median) value, so
+    that most ticks read as plain numbers: (name, seconds in it)."""
+    values = pd.Series(seconds, dtype=float).dropna()
+    typical = float(values.median()) if not values.empty else 0.0
+    if typical < 120:
+        return "s", 1.0
+    if typical < 2 * 3600:
+        return "min", 60.0
+    return "h", 3600.0
+
+
+def work_amount(rows: pd.DataFrame) -> tuple[str, pd.Series, pd.Series]:
+    """What the cost figure prices, with the seconds and dollars of it per row: one
+    run of a script timed as a whole, an epoch where its size is known, else a
+    million units of work."""
+    work_unit = rows["work_unit"].iloc[0]
+    if rows["epoch_seconds"].notna().all():
+        what = "one run" if work_unit == "runs" else "one epoch"
+        return what, rows["epoch_seconds"], rows["cost_per_epoch"]
+    return f"1M {work_unit}", 1e6 / rows["throughput"], rows["cost_per_million_samples"]
+
+
+def point_label(row) -> str:
+    return f"{row['provider']} {row['gpu_count']}x {short_gpu(row['gpu_name'])}"
 
 
 def cost_time_plot(workload: str, rows: pd.DataFrame) -> Plot | None:
     priced = rows[rows["price_per_hour"].notna()]
     if priced.empty:
         return None
-    work_unit = priced["work_unit"].iloc[0]
-    if priced["epoch_seconds"].notna().all():
-        seconds, dollars, work = priced["epoch_seconds"], priced["cost_per_epoch"], "one epoch"
-    else:
-        seconds = 1e6 / priced["throughput"]
-        dollars, work = priced["cost_per_million_samples"], f"1M {work_unit}"
-    hours = seconds / 3600.0
-    front = pareto_front(hours, dollars)
+    work, seconds, dollars = work_amount(priced)
+    unit, per = time_unit(seconds)
+    times = seconds / per
+    front = pareto_front(times, dollars)
     figure, axes = _new_figure(f"{workload}: cost against time for {work}")
-    axes.scatter(hours[~front], dollars[~front], color="tab:grey", label="configuration")
-    order = hours[front].sort_values().index
-    axes.plot(hours[order], dollars[order], color="tab:red", marker="o", drawstyle="steps-post",
-              label="Pareto front")
-    for i, row in priced[front].iterrows():  # labelling every point would bury the plot
-        axes.annotate(f"{row['provider']} {row['gpu_count']}x{_short(row['gpu_name'])}",
-                      (hours[i], dollars[i]), fontsize="x-small", xytext=(4, 3),
-                      textcoords="offset points")
-    _wide_axis(axes.set_xscale, hours)
+    if (~front).any():
+        axes.scatter(times[~front], dollars[~front], color="tab:grey", zorder=2,
+                     label="configuration")
+    order = times[front].sort_values().index
+    axes.plot(times[order], dollars[order], color="tab:red", marker="o", drawstyle="steps-post",
+              zorder=3, label="Pareto front: none is both faster and cheaper")
+    for column, colour, marker, name in (("fastest", FASTEST_COLOUR, "*", "fastest"),
+                                         ("cheapest", CHEAPEST_COLOUR, "D", "cheapest paid")):
+        marked = priced[priced[column].fillna(False).astype(bool)]
+        if not marked.empty:
+            axes.scatter(times[marked.index], dollars[marked.index], s=170, marker=marker,
+                         facecolor="none", edgecolor=colour, linewidths=2, zorder=4, label=name)
+    free = priced[priced["price_per_hour"] == 0]
+    if not free.empty:
+        axes.scatter(times[free.index], dollars[free.index], marker="s", color=FREE_COLOUR,
+                     zorder=4, label="free (not cheapest)")
+    _wide_axis(axes.set_xscale, times)
     _wide_axis(axes.set_yscale, dollars)
-    axes.set_xlabel(f"hours for {work}")
+    axes.margins(x=0.12, y=0.15)
+    axes.set_xlabel(f"time for {work} ({unit})")
     axes.set_ylabel(f"$ for {work}")
-    axes.legend(fontsize="small")
-    return Plot(workload, "cost-time", figure)
+    # below the axes, so that it covers no point and no label
+    figure.legend(fontsize="x-small", loc="outside lower center", ncols=3)
+    labels = [(point_label(row), times[i], dollars[i]) for i, row in priced.iterrows()]
+    place_labels(figure, axes, labels)
+    caption = [f"{text}: {human_seconds(times[i] * per)}, {format_dollars(dollars[i])}"
+               for (text, _, _), i in zip(labels, priced.index)]
+    return Plot(workload, "cost-time", figure, caption)
+
+
+def place_labels(figure, axes, labels) -> None:
+    """Label every point where its text overlaps no label placed before it and stays
+    inside the axes (tried in a few directions), so that nothing is clipped or buried."""
+    figure.canvas.draw()  # the layout, so that text extents are final
+    renderer = figure.canvas.get_renderer()
+    box = axes.get_window_extent(renderer)
+    taken = []
+    offsets = [(5, 4), (5, -11), (-5, 4), (-5, -11), (5, 14), (-5, 14), (5, -21), (-5, -21)]
+    for text, x, y in labels:
+        placed = None
+        for dx, dy in offsets:
+            note = axes.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                 fontsize="x-small", ha="left" if dx > 0 else "right",
+                                 annotation_clip=False)
+            extent = note.get_window_extent(renderer)
+            inside = (extent.x0 >= box.x0 and extent.x1 <= box.x1
+                      and extent.y0 >= box.y0 and extent.y1 <= box.y1)
+            if inside and not any(extent.overlaps(other) for other in taken):
+                placed = extent
+                break
+            note.remove()
+        if placed is None:  # crowded: the first place, inside the axes at least
+            note = axes.annotate(text, (x, y), xytext=(5, 4), textcoords="offset points",
+                                 fontsize="x-small", annotation_clip=False)
+            placed = note.get_window_extent(renderer)
+        taken.append(placed)
 
 
 def bandwidth_plot(workload: str, rows: pd.DataFrame) -> Plot:
@@ -176,10 +256,6 @@ def _wide_axis(set_scale, values: pd.Series) -> None:
         set_scale("symlog", linthresh=float(positive.min()))
     else:
         set_scale("log")
-
-
-def _short(gpu: str) -> str:
-    return short_gpu(gpu).split(" ")[0]
 
 
 def report_plots(report: Report) -> list[Plot]:
@@ -225,5 +301,4 @@ def require_matplotlib(flag: str) -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UsageError(f"{flag} needs matplotlib, which is not installed: "
-                         "pip install 'gpubench[plots]'") from None
+        raise UsageError(f"{flag} needs matplotlib, which is not installed: {PLOTS_INSTALL}") from None

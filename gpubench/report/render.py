@@ -8,14 +8,16 @@ and json they are returned apart, so that stdout stays machine-readable.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+import textwrap
+from dataclasses import dataclass, field, replace
 
 from gpubench.errors import UsageError
-from gpubench.format import render_rows
+from gpubench.format import TableFit, render_rows
 from gpubench.report.compare import Comparison
 from gpubench.report.compute import Report, as_frame, build_report, parse_baseline
 from gpubench.report.tables import (Section, compare_machine_rows, compare_section,
                                     machine_columns, machine_rows, workload_sections)
+from gpubench.table_fit import check_column_names, named_columns
 
 MACHINE_FORMATS = ("csv", "json")
 
@@ -26,16 +28,26 @@ class RenderedReport:
     notes: list[str] = field(default_factory=list)  # for stderr; empty when the text holds them
 
 
+# How a narrow table of the report says what it left out.
+REPORT_HINT = "--wide shows every column, --columns a,b,c the ones named"
+
+
 def render(report: Report, fmt: str, workload: str | None = None,
-           compare: tuple[str, str] | None = None) -> RenderedReport:
+           compare: tuple[str, str] | None = None, fit: TableFit | None = None) -> RenderedReport:
     """The report in `fmt` (table, markdown, csv, json): one workload's rows, or
-    the two machines `compare` names side by side."""
+    the two machines `compare` names side by side. `fit`: how tables for people
+    meet the terminal (--wide, --columns); --columns also picks csv and json keys."""
+    fit = fit or TableFit(hint=REPORT_HINT)
     if compare:
-        return _render_compare(report, compare, fmt)
+        return _render_compare(report, compare, fmt, fit)
     if fmt in MACHINE_FORMATS:
-        return RenderedReport(render_rows(machine_rows(report, workload), machine_columns(), fmt),
+        columns = _picked(machine_columns(), fit)
+        return RenderedReport(render_rows(machine_rows(report, workload), columns, fmt),
                               list(report.notes))
-    parts = [render_section(section, fmt) for section in workload_sections(report, workload)]
+    sections = workload_sections(report, workload)
+    if fit.columns:
+        check_column_names(fit.columns, [c for s in sections for c in s.columns])
+    parts = [render_section(section, fmt, fit) for section in sections]
     said = [f"speedup is relative to {report.baseline.describe()}"] \
         if report.rows["speedup"].notna().any() else []  # a bandwidth test alone has none
     notes = report.notes + said
@@ -57,6 +69,7 @@ def render_report(records, fmt: str, workload: str | None = None, *,
 
 def comparison(report: Report, compare: tuple[str, str]) -> tuple[Comparison, Section]:
     """The two machines `compare` names side by side, and that as a table for people."""
+    from gpubench.report.compare import common_ground, nothing_shared
     from gpubench.report.compare import compare as compare_rows
     from gpubench.report.selectors import parse_selector
 
@@ -65,19 +78,42 @@ def comparison(report: Report, compare: tuple[str, str]) -> tuple[Comparison, Se
     if table.rows.empty:
         raise UsageError(f"--compare: no configuration of '{a.text}' or '{b.text}' "
                          "ran successfully in these records")
+    if nothing_shared(table):
+        raise UsageError(f"--compare: {common_ground(report.rows, a, b)}")
     return table, compare_section(table)
 
 
-def render_section(section: Section, fmt: str) -> str:
+def render_section(section: Section, fmt: str, fit: TableFit | None = None) -> str:
+    """The table, then its cost story and footnotes."""
+    said = ([section.story.text] if section.story else []) + section.footnotes
     if fmt == "markdown":
-        return f"### {section.title}\n\n" + render_rows(section.rows, section.columns, fmt)
-    return render_rows(section.rows, section.columns, fmt, title=section.title)
+        return (f"### {section.title}\n\n" + render_rows(section.rows, section.columns, fmt)
+                + "".join(f"\n\n{line}" for line in said))
+    fit = fit or TableFit(hint=REPORT_HINT)
+    if fit.columns and not named_columns(section.columns, fit.columns):
+        fit = replace(fit, columns=())  # none of this table's: it shows as it would
+    table = render_rows(section.rows, section.columns, fmt, title=section.title,
+                        keep=section.keep, fit=fit)
+    width = max(len(line) for line in table.splitlines())
+    return table + "".join("\n" + textwrap.fill(line, width=max(width, 60)) for line in said)
 
 
-def _render_compare(report: Report, compare: tuple[str, str], fmt: str) -> RenderedReport:
+def _picked(columns: list[tuple[str, str]], fit: TableFit) -> list[tuple[str, str]]:
+    """The csv/json columns --columns names, in its order (all without it)."""
+    if not fit.columns:
+        return columns
+    check_column_names(fit.columns, columns)
+    return [columns[i] for i in named_columns(columns, fit.columns)]
+
+
+def _render_compare(report: Report, compare: tuple[str, str], fmt: str,
+                    fit: TableFit) -> RenderedReport:
     table, section = comparison(report, compare)
     if fmt in MACHINE_FORMATS:
         rows = compare_machine_rows(table)
-        return RenderedReport(render_rows(rows, [(k, k) for k in table.rows.columns], fmt),
-                              list(report.notes))
-    return RenderedReport(render_section(section, fmt) + "".join(f"\nnote: {n}" for n in report.notes))
+        columns = _picked([(k, k) for k in table.rows.columns], fit)
+        return RenderedReport(render_rows(rows, columns, fmt), list(report.notes))
+    if fit.columns:
+        check_column_names(fit.columns, section.columns)
+    return RenderedReport(render_section(section, fmt, fit)
+                          + "".join(f"\nnote: {n}" for n in report.notes))

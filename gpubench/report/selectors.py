@@ -8,6 +8,7 @@ is caught with the names that do exist.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -34,6 +35,11 @@ class Selector:
         if self.gpu_names:
             mask &= frame["gpu_name"].isin(self.gpu_names)
         return mask
+
+
+def short_gpu(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': the vendor is in every name."""
+    return re.sub(r"^(NVIDIA|AMD)\s+(GeForce\s+)?", "", name) or name
 
 
 def _match_gpu(word: str, gpus: list[str]) -> tuple[str, ...]:

@@ -15,18 +15,31 @@ suspect or measured on a busy machine (the notes say why).
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from gpubench.format import format_cell, format_dollars
 from gpubench.report.checks import BANDWIDTH_UNITS, is_stand_in
 from gpubench.report.compare import Comparison
 from gpubench.report.compute import Report, json_ready, report_rows
+from gpubench.report.selectors import short_gpu
+from gpubench.report.story import CostStory, cost_story
 from gpubench.workloads import record_schema
 from gpubench.workloads.record_schema import (ABOVE_ONE, BANDWIDTH_TABLES, MULTI_NODE, SOME_ROW,
                                               VARIES, WORK_TABLES, Field)
 
 UNKNOWN = "unknown"
 RUNS = "runs"  # the unit of work of a user's script timed as a whole (recording.script_record)
+
+
+# The columns a table for people keeps longest when the terminal is narrow, most
+# wanted first: what the configuration is, how fast, how well it scales, what it
+# costs for the same work, and the marks. The others go first, from the right.
+KEY_COLUMNS = ("provider", "gpu_name", "gpu_count", "nodes", "workload_args", "script_sha256",
+               "throughput", "speedup", "efficiency", "price_per_hour", "cost_per_epoch",
+               "cost_per_million_samples", "best", "peak_busbw", "largest_size_busbw",
+               "check", "precision")
+FAILED_KEY_COLUMNS = ("workload", "provider", "gpu_name", "gpu_count", "nodes", "error",
+                      "failures", "precision")
 
 
 @dataclass
@@ -36,6 +49,9 @@ class Section:
     rows: list[dict]
     workload: str | None = None  # the workload a table of figures shows
     stand_in: bool = False  # its rows ran on a CPU standing in for GPUs
+    keep: tuple[str, ...] = KEY_COLUMNS  # kept longest in a narrow terminal, in this order
+    story: CostStory | None = None  # fastest against cheapest paid, in words
+    footnotes: list[str] = field(default_factory=list)  # what a mark in a cell means
 
 
 def machine_columns() -> list[tuple[str, str]]:
@@ -55,11 +71,6 @@ def cost_columns() -> tuple[str, ...]:
 def machine_rows(report: Report, workload: str | None = None) -> list[dict]:
     rows = report_rows(report, include_failed=True)
     return [r for r in rows if workload is None or r["workload"] == workload]
-
-
-def short_gpu(name: str) -> str:
-    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': the vendor is in every name."""
-    return re.sub(r"^(NVIDIA|AMD)\s+(GeForce\s+)?", "", name) or name
 
 
 def _display(row: dict) -> dict:
@@ -85,9 +96,40 @@ def _display(row: dict) -> dict:
                                          ("superlinear: suspect", row.get("suspect")),
                                          ("busy", row.get("busy"))) if flagged]
     shown["check"] = ", ".join(checks)
-    marks = [m for m in ("fastest", "cheapest") if row.get(m)]
+    marks = [word for word, flagged in (("fastest", row.get("fastest")),
+                                        ("cheapest paid", row.get("cheapest")),
+                                        ("free", row.get("price_per_hour") == 0)) if flagged]
     shown["best"] = ", ".join(marks)
+    if machine_share(row) is not None:
+        shown["price_per_hour"] = f"{format_cell(row['price_per_hour'])}{SHARE_MARK}"
     return shown
+
+
+SHARE_MARK = "*"
+
+
+def machine_share(row: dict) -> tuple[float, float] | None:
+    """(the row's share of the machine, the whole machine's $/h) where a run used
+    part of a machine and paid that share of its price; None otherwise."""
+    price, machine = row.get("price_per_hour"), row.get("instance_price_per_hour")
+    if not price or not machine or machine <= 0:
+        return None
+    whole = machine * (row.get("nodes") or 1)
+    return (price / whole, machine) if price < whole * (1 - 1e-9) else None
+
+
+def share_footnote(rows: list[dict]) -> str | None:
+    """The footnote for the prices marked SHARE_MARK, with the first one as the example."""
+    shared = [r for r in rows if machine_share(r) is not None]
+    if not shared:
+        return None
+    row = shared[0]
+    part, machine = machine_share(row)
+    per_node = row["gpu_count"] // (row.get("nodes") or 1)
+    gpus = round(per_node / part) if part else per_node
+    return (f"{SHARE_MARK} a share of the machine's price: a run pays for the GPUs it used "
+            f"(here {row['gpu_count']} of {gpus} GPUs on {row['provider']} {row['instance_type']}"
+            f" at {format_dollars(machine)}/h is priced {format_dollars(row['price_per_hour'])}/h)")
 
 
 STAND_IN_TITLE = "{name}, on a CPU standing in for GPUs (not GPU figures)"
@@ -121,7 +163,8 @@ def workload_sections(report: Report, workload: str | None = None) -> list[Secti
                 if isinstance(r.get(key), float) and not math.isnan(r[key]):
                     r[key] = int(r[key])
             r["gpu_name"] = short_gpu(r.get("gpu_name") or "")
-        sections.append(Section("failed runs (not in the figures above)", columns, failed))
+        sections.append(Section("failed runs (not in the figures above)", columns, failed,
+                                keep=FAILED_KEY_COLUMNS))
     return sections
 
 
@@ -135,7 +178,20 @@ def _workload_section(title: str, rows: list[dict]) -> Section:
                if _shown(f, rows, unit, kind)]
     if any(r["check"] for r in shown):
         columns.append(("check", "check"))
-    return Section(title, columns + [("best", "best")], shown)
+    footnote = share_footnote(rows)
+    return Section(title, columns + [("best", "best")], shown, keep=_key_columns(rows),
+                   story=cost_story(rows), footnotes=[footnote] if footnote else [])
+
+
+def _key_columns(rows: list[dict]) -> tuple[str, ...]:
+    """KEY_COLUMNS for these rows: the precision early where it varies (then part of
+    what a row is); the cost of an epoch not at all where no row knows its size."""
+    keep = KEY_COLUMNS
+    if len({r.get("precision") for r in rows}) > 1:
+        keep = ("precision",) + tuple(k for k in keep if k != "precision")
+    if all(r.get("epoch_seconds") is None for r in rows):
+        keep = tuple(k for k in keep if k != "cost_per_epoch")
+    return keep
 
 
 def _shown(f: Field, rows: list[dict], unit: str, kind: str = WORK_TABLES) -> bool:
@@ -195,4 +251,9 @@ def compare_section(comparison: Comparison) -> Section:
                 for key in ("price_per_hour", "cost_per_epoch", "cost_per_million_samples"):
                     row[side + key] = UNKNOWN
         rows.append(row)
-    return Section(f"{a} against {b}", columns, rows)
+    keep = [k for k, _ in columns[:len(keys)]] + ["a_throughput", "b_throughput",
+                                                   "throughput_ratio", "cost_ratio"]
+    keep += [side + key for key in ("cost_per_million_samples", "price_per_hour",
+                                    "cost_per_epoch", "speedup", "gpu_name", "provider")
+             for side in ("a_", "b_")]
+    return Section(f"{a} against {b}", columns, rows, keep=tuple(keep))

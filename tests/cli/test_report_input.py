@@ -63,7 +63,7 @@ def test_missing_matplotlib_is_one_line(cli, store, tmp_path, monkeypatch):
         code, out, err = cli("report", "--results", str(store), flag, str(tmp_path / "x"))
         assert code != 0 and out == ""
         assert err.strip() == f"error: {flag} needs matplotlib, which is not installed: " \
-                              "pip install 'gpubench[plots]'"
+                              "bash scripts/setup.sh (or pip install -e '.[plots]' in the checkout)"
 
 
 def test_empty_store_machine_formats(cli, tmp_path):

@@ -40,3 +40,31 @@ def write_store(directory: Path, records: list[dict], name: str = "run-a") -> Pa
     path = directory / f"{name}.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return directory
+
+
+def cost_story_records() -> list[dict]:
+    """What a user who rented two clouds has: mnist-ddp on Lambda (2x A100 machine at
+    $2.58/h, so a 1-GPU run pays half) and Vast.ai (2x RTX 3090 at $0.34/h), and on
+    the free local CPU; gpt-ddp (tokens) on Lambda only; a user's script timed as a
+    whole (runs) on two local counts."""
+    lam = dict(provider="lambda", instance_type="gpu_2x_a100", gpu_name="NVIDIA A100-SXM4-40GB",
+               instance_price_per_hour=2.58, device="cuda")
+    vast = dict(provider="vast", instance_type="2x RTX 3090", gpu_name="NVIDIA GeForce RTX 3090",
+                instance_price_per_hour=0.34, device="cuda")
+    local = dict(provider="local", instance_type="local", gpu_name="cpu", device="cpu",
+                 instance_price_per_hour=0.0)
+    mnist = dict(workload="mnist-ddp", throughput_unit="images/s", epoch_samples=60000)
+    gpt = dict(workload="gpt-ddp", throughput_unit="tokens/s", epoch_samples=None)
+    script = dict(workload="./train.py", throughput_unit="runs/s", epoch_samples=1,
+                  precision="-", script_sha256="ab12cd34ef56", **local)
+    return [
+        rec(1, 5421.7, 1.29, **lam, **mnist),
+        rec(2, 10318.25, 2.58, **lam, **mnist),
+        rec(1, 5012.4, 0.17, **vast, **mnist),
+        rec(2, 9642.9, 0.34, **vast, **mnist),
+        rec(1, 134.27, 0.0, **local, **mnist),
+        rec(1, 48213.6, 1.29, **lam, **gpt),
+        rec(2, 93877.1, 2.58, **lam, **gpt),
+        rec(1, 1 / 95.2, 0.0, **script),
+        rec(2, 1 / 51.7, 0.0, **script),
+    ]

@@ -35,4 +35,5 @@ def test_require_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     with pytest.raises(UsageError) as e:
         require_matplotlib("--html")
-    assert str(e.value) == "--html needs matplotlib, which is not installed: pip install 'gpubench[plots]'"
+    assert str(e.value) == ("--html needs matplotlib, which is not installed: bash scripts/setup.sh "
+                            "(or pip install -e '.[plots]' in the checkout)")

@@ -56,7 +56,9 @@ def test_cheapest_fastest_and_pareto_marks():
     report = build_report(scaling_records())
     assert list(report.rows[report.rows.fastest].provider) == ["p"]
     assert row(report, gpus=4).fastest
-    assert row(report, provider="local").cheapest  # free beats any price
+    # a free machine is free, not cheapest: the cheapest is what costs least to rent
+    assert not row(report, provider="local").cheapest
+    assert list(report.rows[report.rows.cheapest].gpu_count) == [1] and row(report, gpus=1).cheapest
     without_local = build_report([r for r in scaling_records() if r["provider"] != "local"])
     assert row(without_local, gpus=1).cheapest
     # p at 1, 2, 4 GPUs: each is faster and dearer than the last, so all are on the front;

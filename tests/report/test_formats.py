@@ -30,7 +30,9 @@ def test_json_rows(cli, store):
     q = next(r for r in ok if r["provider"] == "q")
     assert q["price_per_hour"] is None and q["cost_per_epoch"] is None  # unknown, not 0
     local = next(r for r in ok if r["provider"] == "local")
-    assert local["price_per_hour"] == 0.0 and local["cost_per_epoch"] == 0.0 and local["cheapest"]
+    assert local["price_per_hour"] == 0.0 and local["cost_per_epoch"] == 0.0
+    assert not local["cheapest"]  # free, not cheapest: the cheapest is the one to rent
+    assert next(r for r in ok if r["provider"] == "p" and r["gpu_count"] == 1)["cheapest"]
     failed = [r for r in rows if r["status"] == "failed"]
     assert [(f["gpu_count"], f["error"]) for f in failed] == [(8, "NCCL timeout")]
     assert "note:" in err and "no price" in err  # notes stay off stdout
@@ -75,7 +77,8 @@ def test_markdown_tables(cli, store):
     assert p2["speedup"] == "1.80" and p2["efficiency"] == "0.9" and p2["gpu"] == "G100"
     q = next(r for r in rows if r["provider"] == "q")
     assert q["$/h"] == "unknown" and q["$/epoch"] == "unknown"
-    assert next(r for r in rows if r["provider"] == "local")["best"] == "cheapest"
+    assert next(r for r in rows if r["provider"] == "local")["best"] == "free"
+    assert next(r for r in rows if r["provider"] == "p" and r["gpus"] == "1")["best"] == "cheapest paid"
     assert next(r for r in rows if r["gpus"] == "4")["best"] == "fastest"
     assert failed[1][failed[0].index("error")] == "NCCL timeout"
     assert "note: speedup is relative to 1 GPU of the same machine type" in out

@@ -1,0 +1,190 @@
+"""A table for people that fits the terminal's width without cutting a number.
+
+Every column is at least as wide as its widest number (a number never folds and
+never ends in an ellipsis) and its heading's longest word; other text folds at
+spaces. When even those widths do not fit, the columns of lowest priority go
+first: those the table does not name as key columns, from the right, then the
+key columns from the end of their list. A line under the table names what was
+left out and how to get it back. What is left over is shared out so that as
+many columns as possible show unfolded.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from dataclasses import dataclass
+from typing import Sequence
+
+from gpubench.errors import UsageError
+
+GAP = 2  # spaces between two columns; no frame at the edges, a rule under the headings
+FOLDABLE_WORD = 12  # a word without digits longer than this may fold in a narrow column
+TEXT_WIDTH = 12  # text wraps no narrower than this (a column of short words: theirs)
+
+
+@dataclass(frozen=True)
+class TableFit:
+    """How a table for people meets the terminal: `width` columns (None: the
+    terminal's), every column at its full width however wide (`wide`), or only the
+    `columns` named (keys or headings, in that order). `hint` ends the line that
+    names the columns left out: how to get them back."""
+
+    width: int | None = None
+    wide: bool = False
+    columns: tuple[str, ...] = ()
+    hint: str = "--format csv or json has every column"
+
+
+def terminal_width() -> int:
+    """COLUMNS, else the terminal's, else 140 (output to a file or a pipe)."""
+    import shutil
+
+    return shutil.get_terminal_size((140, 24)).columns
+
+
+@dataclass
+class FitColumn:
+    key: str
+    heading: str
+    width: int  # of its text, without the frame
+    numeric: bool
+
+
+@dataclass
+class TableLayout:
+    columns: list[FitColumn]
+    cells: list[list[str]]  # the rows' texts, the shown columns only
+    width: int  # the console's: the table is at most this wide
+    left_out: list[str]  # headings of the columns that did not fit
+    hint: str  # how to get them back
+
+
+def frame_width(widths: Sequence[int]) -> int:
+    return sum(widths) + GAP * max(len(widths) - 1, 0)
+
+
+def fit_table(columns: Sequence[tuple[str, str]], cells: Sequence[Sequence[str]],
+              numeric: Sequence[bool], keep: Sequence[str], fit: TableFit) -> TableLayout:
+    """Which columns show and how wide each is, for `fit`."""
+    target = fit.width or terminal_width()
+    natural = [max([_cell_len(h) for h in _lines(heading)]
+                   + [_cell_len(line) for row in cells for line in _lines(row[i])])
+               for i, (_, heading) in enumerate(columns)]
+    minimum = [_least(heading, [row[i] for row in cells], numeric[i], natural[i])
+               for i, (_, heading) in enumerate(columns)]
+    left_out: list[int] = []
+    if fit.columns:
+        shown = named_columns(columns, fit.columns)
+    else:
+        shown = list(range(len(columns)))
+    if fit.wide:
+        widths = {i: natural[i] for i in shown}
+        target = max(target, frame_width(list(widths.values())))
+    else:
+        if not fit.columns:  # the user's own choice of columns is never cut down
+            for i in reversed(_priority(columns, keep)):
+                if frame_width([minimum[j] for j in shown]) <= target or len(shown) == 1:
+                    break
+                shown.remove(i)
+                left_out.append(i)
+        widths = _share(shown, natural, minimum, target - frame_width([0] * len(shown)))
+        target = max(target, frame_width(list(widths.values())))
+    fitted = [FitColumn(columns[i][0], columns[i][1], widths[i], numeric[i]) for i in shown]
+    return TableLayout(fitted, [[row[i] for i in shown] for row in cells], target,
+                       [columns[i][1] for i in sorted(left_out)], fit.hint)
+
+
+def named_columns(columns: Sequence[tuple[str, str]], names: Sequence[str]) -> list[int]:
+    """The indices of the columns `names` gives (keys or headings, any case), in
+    its order; names this table does not have are passed over."""
+    found = []
+    for name in names:
+        low = name.strip().lower()
+        for i, (key, heading) in enumerate(columns):
+            if low in (key.lower(), heading.lower()) and i not in found:
+                found.append(i)
+                break
+    return found
+
+
+def check_column_names(names: Sequence[str], known: Sequence[tuple[str, str]]) -> None:
+    """A usage error for a --columns name that no table has, with the names it could be."""
+    unknown = [n for n in names if not named_columns(known, [n])]
+    if unknown:
+        offered = sorted({key for key, _ in known})
+        raise UsageError(f"--columns: no column '{unknown[0]}' (columns: {', '.join(offered)})")
+
+
+def rich_table(layout: TableLayout, title: str | None = None) -> str:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    # padding 1 either side, collapsed: GAP spaces between columns, none at the edges
+    table = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for column in layout.columns:
+        table.add_column(column.heading, justify="right" if column.numeric else "left",
+                         width=column.width, overflow="fold")
+    for line in layout.cells:
+        table.add_row(*line)
+    buf = io.StringIO()
+    Console(file=buf, width=layout.width, force_terminal=False, color_system=None).print(table)
+    text = buf.getvalue().rstrip("\n")
+    if layout.left_out:
+        said = (f"left out to fit {layout.width} columns: {', '.join(layout.left_out)} "
+                f"({layout.hint})")
+        text += "\n" + textwrap.fill(said, width=max(layout.width, 40))
+    return text
+
+
+def _priority(columns: Sequence[tuple[str, str]], keep: Sequence[str]) -> list[int]:
+    """Column indices, most wanted first: `keep`'s in its order, then the others
+    left to right."""
+    keys = [k for k, _ in columns]
+    first = [keys.index(k) for k in dict.fromkeys(keep) if k in keys]
+    return first + [i for i in range(len(columns)) if i not in first]
+
+
+def _share(shown: list[int], natural: list[int], minimum: list[int], room: int) -> dict[int, int]:
+    """Widths from each column's least, the room left given first to the columns
+    that need least more to show unfolded."""
+    widths = {i: minimum[i] for i in shown}
+    spare = room - sum(widths.values())
+    for i in sorted(shown, key=lambda j: (natural[j] - minimum[j], j)):
+        if spare <= 0:
+            break
+        more = min(natural[i] - widths[i], spare)
+        widths[i] += more
+        spare -= more
+    return widths
+
+
+def _least(heading: str, texts: Sequence[str], numeric: bool, natural: int) -> int:
+    """The narrowest a column may be: its widest number whole (in a column of
+    numbers, every cell), its heading's longest word, no word of text folded that
+    holds a digit or is short, and text no narrower than TEXT_WIDTH."""
+    words = [w for line in _lines(heading) for w in line.split()] or [""]
+    least = max(_cell_len(w) for w in words)
+    if not numeric:
+        least = max(least, min(natural, TEXT_WIDTH))
+    for text in texts:
+        for line in _lines(text):
+            if numeric:
+                least = max(least, _cell_len(line))
+                continue
+            for word in line.split():
+                keep_whole = any(c.isdigit() for c in word) or _cell_len(word) <= FOLDABLE_WORD
+                least = max(least, _cell_len(word) if keep_whole else FOLDABLE_WORD)
+    return max(least, 1)
+
+
+def _lines(text: str) -> list[str]:
+    return str(text).splitlines() or [""]
+
+
+def _cell_len(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
