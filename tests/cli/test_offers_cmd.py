@@ -21,7 +21,8 @@ def _body_rows(table: str) -> list[list[str]]:
     """The cells of each table row that starts a new offer (a provider in its first cell)."""
     rows = []
     for line in table.splitlines():
-        cells = [c.strip() for c in line.strip("│┃ ").split("│")]
+        # columns are set two or more spaces apart (or by rules, in a framed table)
+        cells = [c.strip() for c in re.split(r"│|\s{2,}", line.strip("│┃ "))]
         if cells and cells[0] in ("lambda", "vast", "runpod"):
             rows.append(cells)
     return rows
