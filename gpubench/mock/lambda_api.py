@@ -104,7 +104,7 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
     if active:
         out.update({"ip": engine.address(inst), "private_ip": engine.private_address(inst),
                     "ssh_user": getpass.getuser(),
-                    "hostname": inst.extra.get("hostname") or f"mock-{inst.id[:8]}",
+                    "hostname": engine.host.hostname(inst),
                     "jupyter_token": inst.id[::-1],
                     "jupyter_url": f"https://jupyter-{inst.id}.lambdaspaces.invalid/?token={inst.id[::-1]}"})
         if engine.network is None:

@@ -10,6 +10,13 @@ link carries both, so that a test can tell which one a client chose (Lambda's ``
 its ``private_ip``). The bridge's own address routes this machine's root namespace (the tests,
 the gpubench client) to every instance, and is each namespace's default gateway.
 
+A host of its own also has a name of its own: `exec_prefix` runs a command (the instance's
+sshd) in the namespace, in a UTS namespace whose hostname is the instance's, with
+/etc/netns/<ns>/hosts resolving that name to both its addresses and a resolv.conf that fails
+fast (there is no DNS on the bridge). torchrun's c10d rendezvous decides whether this node
+hosts the store by resolving its own hostname, and gloo binds the address the hostname
+resolves to, so both work across instances as on a real machine.
+
 Ownership: the bridge's alias names the process that made it (``gpubench-mock pid=P start=T``,
 T the process's start time, so a reused pid is no owner). A mock that starts removes the
 bridges, namespaces and veths of every mock whose owner is gone, as reap_stale does for
@@ -21,7 +28,6 @@ Needs root (CAP_NET_ADMIN and `ip netns`); `available()` says why not where it c
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import json
 import os
@@ -40,7 +46,7 @@ MAX_SLOTS = 125                   # public .2-.126, private .129-.253
 PRIVATE_OFFSET = 127
 LOCK_FILE = Path("/run/lock/gpubench-mock-netns.lock")
 IP_TIMEOUT_S = 20
-CLONE_NEWNET = 0x40000000
+ETC_NETNS = Path("/etc/netns")    # `ip netns exec NS` binds /etc/netns/NS/* over /etc/*
 OWNER_TAG = "gpubench-mock"
 
 
@@ -156,6 +162,10 @@ def _reap_stale_locked() -> int:
             kill_namespace_processes(ns)
             _ip("netns", "del", ns, check=False)
             reaped += 1
+    if ETC_NETNS.is_dir():
+        for d in ETC_NETNS.glob(f"{PREFIX}*-*"):
+            if d.name[len(PREFIX):].split("-", 1)[0] not in live:
+                _remove_etc(d)
     for link in _links("veth"):
         name = link.get("ifname", "")
         if name.startswith(VETH_PREFIX) and name[len(VETH_PREFIX):len(VETH_PREFIX) + 8] not in live:
@@ -177,6 +187,15 @@ def _used_subnets() -> set[int]:
             if len(parts) == 4 and ".".join(parts[:2]) == RANGE:
                 used.add(int(parts[2]))
     return used
+
+
+def _remove_etc(d: Path) -> None:
+    for f in d.glob("*"):
+        f.unlink(missing_ok=True)
+    try:
+        d.rmdir()
+    except OSError:
+        pass
 
 
 @dataclass(frozen=True)
@@ -241,11 +260,21 @@ class Network:
     def exists(self, slot: int) -> bool:
         return self.namespace_path(slot).exists()
 
-    def add_host(self, slot: int) -> Addresses:
-        """The instance's namespace, its veth on the bridge, both addresses, lo up and a
-        default route through the bridge. Replaces a leftover of the same slot."""
+    def add_host(self, slot: int, hostname: str) -> Addresses:
+        """The instance's namespace, its veth on the bridge, both addresses, lo up, a
+        default route through the bridge, and its /etc/hosts naming `hostname`. Replaces a
+        leftover of the same slot."""
         a = self.addresses(slot)
         self.remove_host(slot)
+        try:
+            etc = ETC_NETNS / a.namespace
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hosts").write_text(f"127.0.0.1 localhost\n{a.public_ip} {hostname}\n"
+                                       f"{a.private_ip} {hostname}\n")
+            (etc / "resolv.conf").write_text("# no DNS on a mock instance's network\n"
+                                             "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+        except OSError as e:
+            raise NetnsError(f"cannot write {ETC_NETNS / a.namespace}: {e.strerror or e}") from None
         try:
             _ip("netns", "add", a.namespace)
             _ip("link", "add", a.veth, "type", "veth", "peer", "name", "eth0", "netns", a.namespace)
@@ -279,6 +308,14 @@ class Network:
             kill_namespace_processes(a.namespace)
             _ip("netns", "del", a.namespace, check=False)
         _ip("link", "del", a.veth, check=False)
+        _remove_etc(ETC_NETNS / a.namespace)
+
+    def exec_prefix(self, slot: int, hostname: str) -> list[str]:
+        """The words that run a command as a process of the instance: in its namespace (with
+        its /etc/hosts and resolv.conf), under its own hostname. Each step execs the next, so
+        the process started is the command itself."""
+        return ["ip", "netns", "exec", self.addresses(slot).namespace, "unshare", "--uts",
+                "sh", "-c", 'hostname "$0" && exec "$@"', hostname]
 
     def close(self) -> None:
         """Remove every namespace of this mock, then the bridge."""
@@ -286,18 +323,10 @@ class Network:
             if ns.startswith(self.bridge + "-"):
                 kill_namespace_processes(ns)
                 _ip("netns", "del", ns, check=False)
+        if ETC_NETNS.is_dir():
+            for d in ETC_NETNS.glob(f"{self.bridge}-*"):
+                _remove_etc(d)
         for link in _links("veth"):
             if link.get("ifname", "").startswith(VETH_PREFIX + self.mock_id):
                 _ip("link", "del", link["ifname"], check=False)
         _ip("link", "del", self.bridge, check=False)
-
-    def enter(self, slot: int):
-        """A preexec_fn for subprocess: the child joins the instance's namespace before exec.
-        The namespace file is opened here, in the parent; close the returned fd after Popen."""
-        fd = os.open(self.namespace_path(slot), os.O_RDONLY | os.O_CLOEXEC)
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-
-        def _join() -> None:
-            if libc.setns(fd, CLONE_NEWNET) != 0:
-                os._exit(126)
-        return _join, fd

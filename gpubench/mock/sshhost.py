@@ -251,7 +251,7 @@ LogLevel ERROR
             if slot is not None:
                 inst.ssh_port = 22
                 try:
-                    self.network.add_host(slot)
+                    self.network.add_host(slot, self.hostname(inst))
                 except NetnsError as e:
                     log.warning("mock instance %s-%s: %s", inst.provider, inst.id, e)
                     return False
@@ -259,7 +259,7 @@ LogLevel ERROR
             elif not inst.ssh_port or attempt or _listening(inst.ssh_port):
                 inst.ssh_port = free_port()
             config = self._prepare(inst)
-            proc = self._spawn_sshd(config, slot)
+            proc = self._spawn_sshd(inst, config, slot)
             self.store.set_pid(inst.provider, inst.id, proc.pid)
             deadline = time.monotonic() + READY_TIMEOUT_S
             while time.monotonic() < deadline and proc.poll() is None:
@@ -272,21 +272,16 @@ LogLevel ERROR
             self.store.set_pid(inst.provider, inst.id, None)
         return False
 
-    def _spawn_sshd(self, config: Path, slot: int | None) -> subprocess.Popen:
-        join, fd = (None, None) if slot is None else self.network.enter(slot)
+    def hostname(self, inst: MockInstance) -> str:
+        """The machine's name (namespace mode gives it one of its own; Lambda answers it)."""
+        return inst.extra.get("hostname") or f"mock-{inst.id[:8]}"
 
-        def _child() -> None:          # between fork and exec: die with this thread, join the namespace
-            _die_with_parent()
-            if join is not None:
-                join()
-        try:
-            return subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True,
-                                    preexec_fn=_child, close_fds=True)
-        finally:
-            if fd is not None:
-                os.close(fd)
+    def _spawn_sshd(self, inst: MockInstance, config: Path, slot: int | None) -> subprocess.Popen:
+        prefix = [] if slot is None else self.network.exec_prefix(slot, self.hostname(inst))
+        return subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(config)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent, close_fds=True)
 
     def _forward_ports(self, inst: MockInstance) -> None:
         """Loopback mode: serve each extra public port the API answers (extra["port_map"],
@@ -320,7 +315,7 @@ LogLevel ERROR
         slot = self._slot(inst)
         if slot is not None and not self.network.exists(slot):
             try:
-                self.network.add_host(slot)
+                self.network.add_host(slot, self.hostname(inst))
             except NetnsError as e:
                 log.warning("mock instance %s-%s: %s", inst.provider, inst.id, e)
                 return False
