@@ -3,6 +3,7 @@ fault, extra ports served, and nothing left behind (namespaces, veths, the bridg
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from gpubench.mock import netns
+from tests.helpers import start_gpubench
 from tests.mock.helpers import SSH_OPTS, Api, netns_mock_cloud, pub, ssh, wait_for
 
 pytestmark = pytest.mark.slow
@@ -110,6 +112,10 @@ def test_lambda_and_runpod_answer_their_own_addresses(tmp_path, keys):
         inst = wait_for(lambda: (d := lam("GET", f"/instances/{iid}").json()["data"])["status"] == "active" and d)
         assert inst["ip"] != inst["private_ip"] and "ssh_port" not in inst      # a real answer has none
         assert _reaches(inst["ip"], 22) and _reaches(inst["private_ip"], 22)
+        out = ssh(22, keys["good"], "hostname; getent hosts $(hostname)", user=cloud.engine.host.user,
+                  host=inst["private_ip"])
+        assert out.stdout.split()[0] == inst["hostname"], out.stderr         # a name of its own
+        assert {inst["ip"], inst["private_ip"]} <= set(out.stdout.split()[1:])
 
         gpu = rp("GET", "/catalog/gpus").json()["gpus"][0]["id"]
         pod = rp("POST", "/pods", json={"name": "p", "image": "img", "gpu": {"id": gpu, "count": 1},
@@ -224,3 +230,36 @@ def test_torchrun_c10d_and_gloo_across_two_instances(tmp_path, keys):
         assert [p.returncode for p in nodes] == [0, 0], outs
         lines = sorted(line for out in outs for line in out.splitlines() if line.startswith("allreduce"))
         assert lines == ["allreduce 0 2 3", "allreduce 1 2 3"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_serve_netns_says_its_mode_and_leaves_nothing(tmp_path, keys, sig):
+    if netns.available() is not None:
+        pytest.skip(netns.available())
+    proc = start_gpubench("mock", "serve", "--netns", "--state", str(tmp_path / "s"),
+                          env={"PYTHONUNBUFFERED": "1"})
+    try:
+        exports = {}
+        while len(exports) < 6:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            name, _, value = line.strip().removeprefix("export ").partition("=")
+            exports[name] = value
+        startup = proc.stderr.readline()
+        assert "in netns mode" in startup and "bridge gbm" in startup, startup
+        bridge = startup.split("bridge ", 1)[1].split()[0]
+        vast = Api(exports["GPUBENCH_VAST_URL"], {"Authorization": f"Bearer {exports['VAST_API_KEY']}"})
+        vast("POST", "/ssh/", json={"ssh_key": pub(keys["good"])})
+        _vast_running(vast, _vast_create(vast))
+        assert any(n.startswith(bridge + "-") for n in netns.namespaces())
+        proc.send_signal(sig)
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    if sig == signal.SIGKILL:        # no chance to clean up: the next mock reaps what it left
+        with netns_mock_cloud(tmp_path / "next"):
+            pass
+    assert not any(n.startswith(bridge) for n in netns.namespaces())
+    assert subprocess.run(["ip", "link", "show", bridge], capture_output=True, timeout=20).returncode != 0
