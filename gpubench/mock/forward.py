@@ -53,7 +53,7 @@ class PortForwarder:
             except OSError:
                 return                                     # listener closed by stop()
             with self._lock:
-                full = len(self._open) >= 2 * MAX_CONNECTIONS
+                full = len(self._open) >= 2 * MAX_CONNECTIONS     # two sockets per relayed connection
             if full:
                 client.close()
                 continue

@@ -66,7 +66,7 @@ def _alive(pid: int) -> bool:
 
 def _ours(cloud) -> tuple[set[str], set[str]]:
     """This mock's namespaces and interfaces (bridge and veths) as the kernel lists them."""
-    mock_id = cloud.engine.store.mock_id if cloud.engine.network is None else cloud.engine.network.mock_id
+    mock_id = cloud.engine.network.mock_id       # kept after stop(), for the checks that follow it
     names = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, timeout=20).stdout
     links = {line.split(":")[1].strip().split("@")[0] for line in names.splitlines()}
     return ({n for n in netns.namespaces() if n.startswith(netns.PREFIX + mock_id)},
