@@ -25,15 +25,23 @@ def serve(
     faults: Annotated[str, typer.Option(
         "--faults", help="Faults to inject: comma-separated [PROVIDER:]FAULT[=VALUE][@N], e.g. "
                          "'vast:429,lambda:no-capacity,runpod:503@2'. Faults: bad-key, 429, 500, "
-                         "503, slow, no-capacity, never-boots, ssh-refuses, dies, terminate-lies.")] = "",
+                         "503, slow, no-capacity, never-boots, ssh-refuses, dies, terminate-lies, "
+                         "hide-from-list, bad-host, node-dies (--netns only).")] = "",
+    netns: Annotated[Optional[bool], typer.Option(
+        "--netns/--loopback", help="Put each instance in a network namespace of its own on a bridge "
+                                   "the mock makes (its own address, sshd on port 22; needs root), or "
+                                   "serve every instance on a port of 127.0.0.1 (the default; "
+                                   "GPUBENCH_MOCK_NETNS=1 makes --netns the default).")] = None,
 ) -> None:
     """Serve the three provider APIs; print `export` lines that point gpubench at them."""
-    from gpubench.mock import MockCloud   # heavy imports only when the command runs
+    from gpubench.mock import NETNS, MockCloud, netns_requested   # heavy imports only when the command runs
     from gpubench.paths import state_dir
 
     state = state if state is not None else state_dir() / "mock"
+    want_netns = netns_requested() if netns is None else netns
 
-    cloud = MockCloud.start(state_dir=state, boot_delay=boot_delay, faults=faults, port=port)
+    cloud = MockCloud.start(state_dir=state, boot_delay=boot_delay, faults=faults, port=port,
+                            netns=want_netns)
     done = threading.Event()
 
     def _stop(signum, frame) -> None:
@@ -43,8 +51,13 @@ def serve(
     try:
         for name, value in cloud.env().items():
             print(f"export {name}={value}")
-        print(f"# mock cloud on {cloud.base_url}; state in {Path(state).expanduser()}; "
-              f"Ctrl-C stops it and every instance's sshd", file=sys.stderr)
+        if cloud.mode_note:
+            print(f"# {cloud.mode_note}", file=sys.stderr)
+        where = (f"network namespaces on bridge {cloud.engine.network.bridge} ({cloud.engine.network.cidr})"
+                 if cloud.mode == NETNS else "loopback ports of 127.0.0.1")
+        print(f"# mock cloud on {cloud.base_url} in {cloud.mode} mode (instances on {where}); "
+              f"state in {Path(state).expanduser()}; Ctrl-C stops it and every instance's sshd",
+              file=sys.stderr)
         sys.stdout.flush()
         while not done.wait(0.5):
             pass

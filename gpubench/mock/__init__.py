@@ -3,14 +3,22 @@ on one local HTTP server, with a real sshd behind every launched instance.
 
 Paths: Lambda under /api/v1, Vast under /api/v0 and /api/v1/instances/, RunPod under /v2 and
 /graphql (RUNPOD_API_BASE_URL for the runpod SDK is the server root; the vastai CLI's --url is
-the server root too). Instances listen on 127.0.0.1, each on its own port; the SSH user is the
-OS user running the mock. Lambda's API has no port field, so its active instances carry a
-mock-only `ssh_port` beside `ip`.
+the server root too). The SSH user is the OS user running the mock.
+
+Two network modes (`cloud.mode`, and `network.mode` in GET /_mock/health):
+- loopback (the default): instances listen on 127.0.0.1, each on its own port. Lambda's API has
+  no port field, so its active instances carry a mock-only `ssh_port` beside `ip`; extra ports
+  a create asks for get a public port of 127.0.0.1 that the mock forwards to the instance's port.
+- netns (`netns=True`, `gpubench mock serve --netns`, GPUBENCH_MOCK_NETNS=1): each instance is
+  a host of its own, a network namespace on the mock's bridge (netns.py), sshd on port 22 of
+  its own address; public port = container port. Needs root; where namespaces cannot be made
+  the mock falls back to loopback and `cloud.mode_note` says why.
 
     from gpubench.mock import MockCloud
     with MockCloud.start(state_dir=tmp, boot_delay=0.0, faults="") as cloud:
         os.environ.update(cloud.env())      # GPUBENCH_*_URL and the three test API keys
         cloud.set_faults("vast:429@2,lambda:no-capacity")
+        cloud.node_dies("vast", "1234", after=2.0)   # netns mode: its link goes down in 2 s
 
 Fault SPEC (for `--faults`, `MockCloud.set_faults` and `POST /_mock/faults {"spec": ...}`):
 a comma-separated list of ``[PROVIDER:]FAULT[=VALUE][@N]``. PROVIDER is lambda, vast or runpod;
@@ -31,6 +39,11 @@ one; an empty SPEC clears every fault.
     hide-from-list   instance lists leave out every instance (lookups by id still find them)
     bad-host=CHECK   the next instance launched fails that preflight check: throttle, pcie-x4,
                      ecc, small-shm, old-driver or slow-matmul (@N: the next N instances)
+    node-dies[=S]    netns mode only: the next instance launched (@N: the next N) loses its
+                     link S seconds after boot (default 0): packets vanish, no reset is sent,
+                     the API still answers it running. For one given instance at any time:
+                     `MockCloud.node_dies` or POST /_mock/node-dies
+                     {"provider": P, "id": ID, "after": S}.
 
 ``@N`` (only for bad-key, 429, 500, 503, slow) limits the fault to the provider's next N
 requests, e.g. ``runpod:503@2`` fails twice and then works; for hide-from-list it counts
@@ -41,18 +54,26 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import urllib.request
 from pathlib import Path
 
 from gpubench.errors import UsageError
 from gpubench.mock import lambda_api, runpod_api, vast_api
-from gpubench.mock.engine import Engine
+from gpubench.mock.engine import LOOPBACK, NETNS, Engine, NodeDiesError
 from gpubench.mock.faults import FaultBoard, FaultSpecError, parse
 from gpubench.mock.state import MockStateError
 
-__all__ = ["MockCloud", "FaultSpecError", "parse_faults"]
+__all__ = ["MockCloud", "FaultSpecError", "NodeDiesError", "parse_faults", "LOOPBACK", "NETNS",
+           "netns_requested"]
 
 parse_faults = parse
+NETNS_VAR = "GPUBENCH_MOCK_NETNS"
+
+
+def netns_requested(environ=os.environ) -> bool:
+    """Whether the environment asks for namespace mode (GPUBENCH_MOCK_NETNS=1/true/yes)."""
+    return str(environ.get(NETNS_VAR, "")).strip().lower() in ("1", "true", "yes", "on")
 
 
 # The test API key each provider's mock accepts, by provider name.
@@ -85,9 +106,21 @@ class MockCloud:
         self.port = server.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}"
 
+    @property
+    def mode(self) -> str:
+        """"netns" or "loopback" (see the module docstring)."""
+        return self.engine.mode
+
+    @property
+    def mode_note(self) -> str:
+        """Why namespace mode was asked for and not given ("" otherwise)."""
+        return self.engine.mode_note
+
     @classmethod
     def start(cls, state_dir: Path, boot_delay: float = 0.0, faults: str = "",
-              port: int = 0) -> "MockCloud":
+              port: int = 0, netns: bool = False) -> "MockCloud":
+        """Serve the mock. `netns`: namespace mode, falling back to loopback (with
+        `mode_note` saying why) where namespaces cannot be made here."""
         from gpubench.mock.server import make_server, serve_in_thread
 
         if not 0 <= int(port) <= 65535:
@@ -107,9 +140,15 @@ class MockCloud:
             server = make_server(None, int(port))
         except OSError as e:
             raise UsageError(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from None
-        engine = Engine(state_dir, boot_delay, board)
+        engine = Engine(state_dir, boot_delay, board, netns_mode=netns)
         server.RequestHandlerClass.engine = engine
         engine.start()
+        try:
+            board.check_mode()     # node-dies in --faults needs the namespaces just asked for
+        except FaultSpecError:
+            server.server_close()
+            engine.close()
+            raise
         return cls(engine, server, serve_in_thread(server))
 
     def env(self) -> dict[str, str]:
@@ -117,6 +156,19 @@ class MockCloud:
 
     def set_faults(self, spec: str) -> None:
         self.engine.faults.set(spec)
+
+    def node_dies(self, provider: str, iid: str, after: float = 0.0) -> None:
+        """Take one instance's link down `after` seconds from now (namespace mode only;
+        NodeDiesError otherwise, KeyError if there is no such instance)."""
+        if self.engine.node_dies(provider, iid, after) is None:
+            raise KeyError(f"no {provider} instance {iid}")
+
+    def address(self, provider: str, iid: str) -> str:
+        """The address the instance's sshd is reached at from this machine."""
+        inst = self.engine.store.get(provider, str(iid))
+        if inst is None:
+            raise KeyError(f"no {provider} instance {iid}")
+        return self.engine.host.address(inst)
 
     def admin(self, path: str = "/_mock/faults", body: dict | None = None) -> dict:
         """Call an admin endpoint over HTTP (what an out-of-process test would do)."""

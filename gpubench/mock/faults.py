@@ -28,6 +28,7 @@ FAULTS: dict[str, tuple[bool, float | None]] = {
     "terminate-lies": (False, None),
     "hide-from-list": (False, None),
     "bad-host": (True, None),    # value: the check the next instance fails (BAD_HOST_CHECKS)
+    "node-dies": (True, 0.0),    # value: seconds after boot the next instance's link goes down
 }
 
 # bad-host=CHECK: the next instance launched fails that preflight check (one instance
@@ -38,7 +39,9 @@ BAD_HOST_CHECKS = ("throttle", "pcie-x4", "ecc", "small-shm", "old-driver", "slo
 # Faults given by name rather than number.
 WORD_FAULTS = {"bad-host": BAD_HOST_CHECKS}
 # Faults that hold for the next N instances launched (one without @N).
-INSTANCE_FAULTS = ("bad-host",)
+INSTANCE_FAULTS = ("bad-host", "node-dies")
+# Faults that only namespace mode can inject (a link to take down).
+NETNS_FAULTS = ("node-dies",)
 
 # Faults that answer an HTTP request instead of the API (and so are the ones @N counts).
 REQUEST_FAULTS = ("bad-key", "429", "500", "503", "slow")
@@ -114,6 +117,16 @@ def parse(spec: str) -> list[Fault]:
     return faults
 
 
+def check_mode(faults: list[Fault], netns: bool) -> None:
+    """Refuse a fault that the mock's network mode cannot inject."""
+    if netns:
+        return
+    for f in faults:
+        if f.name in NETNS_FAULTS:
+            raise FaultSpecError(f"fault {f.name} needs namespace mode (gpubench mock serve --netns): "
+                                 f"in loopback mode an instance has no link of its own to take down")
+
+
 class FaultBoard:
     """The faults in force, shared by every request thread."""
 
@@ -121,9 +134,15 @@ class FaultBoard:
         self._lock = threading.Lock()
         self._faults = parse(spec)
         self._spec = spec or ""
+        self.netns = False     # set by the engine once namespace mode is up
+
+    def check_mode(self) -> None:
+        with self._lock:
+            check_mode(self._faults, self.netns)
 
     def set(self, spec: str) -> None:
         faults = parse(spec)   # parse first: a bad spec leaves the old one in force
+        check_mode(faults, self.netns)
         with self._lock:
             self._faults = faults
             self._spec = spec or ""

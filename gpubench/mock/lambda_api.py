@@ -6,9 +6,12 @@ Status words: booting -> active; preempted when a `dies` fault kills it; termina
 moment after terminate (as long as the boot delay, at most TERMINATING_S), then gone (404).
 Launch takes `tags` ([{key, value}], the spec's RequestedTagEntry) and instances show them.
 
-Mock extension: an active instance carries `ssh_port` and `ssh_user` beside `ip`, because
-every mock instance's sshd listens on 127.0.0.1 on its own port (where a real one listens on
-ip:22) and logs in the OS user running the mock (where Lambda's images log in `ubuntu`).
+Mock extension: an active instance carries `ssh_user` beside `ip`, because a mock instance
+logs in the OS user running the mock (where Lambda's images log in `ubuntu`), and in loopback
+mode `ssh_port`, because its sshd listens on 127.0.0.1 on its own port (where a real one
+listens on ip:22). In namespace mode `ip` is the instance's own address with sshd on port 22,
+as on Lambda, and `private_ip` a second address on the same link (so a client's choice of
+private over public shows), and `ssh_port` is left out, as in a real answer.
 """
 
 from __future__ import annotations
@@ -99,11 +102,13 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
     if inst.extra.get("hostname"):
         out["hostname"] = inst.extra["hostname"]
     if active:
-        out.update({"ip": "127.0.0.1", "private_ip": "127.0.0.1", "ssh_port": inst.ssh_port,
+        out.update({"ip": engine.address(inst), "private_ip": engine.private_address(inst),
                     "ssh_user": getpass.getuser(),
-                    "hostname": inst.extra.get("hostname") or f"mock-{inst.id[:8]}",
+                    "hostname": engine.host.hostname(inst),
                     "jupyter_token": inst.id[::-1],
                     "jupyter_url": f"https://jupyter-{inst.id}.lambdaspaces.invalid/?token={inst.id[::-1]}"})
+        if engine.network is None:
+            out["ssh_port"] = inst.ssh_port
     return out
 
 

@@ -3,7 +3,9 @@
 Bearer auth only. Errors are application/problem+json `{title, status, detail, errors?}`;
 unknown body fields are 422; create is 201 with status PROVISIONING, delete is 204 and the
 pod is 404 afterwards. Status goes PROVISIONING -> STARTING -> RUNNING; a `dies` fault turns
-it to ERROR. `ssh.direct` and `runtime.ports` appear only while RUNNING with 22/tcp exposed.
+it to ERROR. `ssh.direct` and `runtime.ports` appear only while RUNNING; ssh.direct only with
+22/tcp exposed. Every TCP port in `ports` is served: in namespace mode at the pod's own address
+on the same port, in loopback mode on a public port of 127.0.0.1 that the mock forwards.
 Every authenticated answer carries the RateLimit headers. A pod carries RUNPOD_POD_ID and its
 own RUNPOD_API_KEY, which may delete that pod only. GET /v2/billing/pods answers per pod per
 bucket from what the mock billed (billing.py).
@@ -241,18 +243,19 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
     ports = x.get("ports", [])
     running = status == "RUNNING"
     user = engine.host.user
+    host = engine.address(inst)
     direct = None
     if running and "22/tcp" in ports:
-        direct = {"host": "127.0.0.1", "port": inst.ssh_port, "username": user,
-                  "command": f"ssh {user}@127.0.0.1 -p {inst.ssh_port}"}
+        direct = {"host": host, "port": inst.ssh_port, "username": user,
+                  "command": f"ssh {user}@{host} -p {inst.ssh_port}"}
     proxy_user = f"{inst.id}-{inst.id.encode().hex()[:8]}"
-    proxy = {"host": "127.0.0.1", "port": inst.ssh_port, "username": proxy_user,
-             "command": f"ssh {proxy_user}@127.0.0.1 -p {inst.ssh_port}"}   # known from the create on
+    proxy = {"host": host, "port": inst.ssh_port, "username": proxy_user,
+             "command": f"ssh {proxy_user}@{host} -p {inst.ssh_port}"}   # known from the create on
     runtime: dict = {}
     if running:
         runtime = {"uptime": int(now - (inst.running_since or now)),
-                   "ports": [{"private": 22, "public": inst.ssh_port, "type": "tcp", "ip": "127.0.0.1"}]
-                   if "22/tcp" in ports else [],
+                   "ports": [{"private": private, "public": public, "type": "tcp", "ip": host}
+                             for private, public in tcp_ports(engine, inst)],
                    "gpus": [{"util": 0.0, "memoryUtil": 0.0} for _ in range(inst.gpu_count)],
                    "cpu": {"util": 0.0}, "memory": {"util": 0.0}}
     out = {
@@ -268,6 +271,14 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
         "globalNetworking": {"enabled": False},
     }
     return out
+
+
+def tcp_ports(engine, inst: MockInstance) -> list[tuple[int, int]]:
+    """(container port, public port) for each TCP port the create exposed: 22 to the sshd,
+    the others served at the instance's address (see Engine.public_ports)."""
+    mapped = engine.mapped_ports(inst)
+    wanted = [int(p.split("/")[0]) for p in inst.extra.get("ports", []) if p.endswith("/tcp")]
+    return [(p, mapped[p]) for p in wanted if p in mapped]
 
 
 def _validate_create(body: dict) -> list[str]:
@@ -336,7 +347,9 @@ def create_pod(engine, *, name: str, image: str, gpu_id: str, count: int, cloud:
             gpu_name=gpu_id, gpu_count=count, price_per_hour=catalog.runpod_price(g, cloud) * count,
             region=chosen, authorized_keys=keys,
             extra={"image": image, "disk": disk, "ports": ports, "env": env, "cloud": cloud,
-                   "cuda": g.cuda, "machine_env": machine_env, **(extra or {})})
+                   "cuda": g.cuda, "machine_env": machine_env,
+                   "port_map": engine.public_ports([p for p in ports if p.endswith("/tcp")]),
+                   **(extra or {})})
     return inst, None
 
 

@@ -200,8 +200,9 @@ def _pod(inst: MockInstance, engine) -> dict:
     runtime = None
     if running:
         runtime = {"uptimeInSeconds": int(time.time() - (inst.running_since or time.time())),
-                   "ports": [{"ip": "127.0.0.1", "isIpPublic": True, "privatePort": 22,
-                              "publicPort": inst.ssh_port, "type": "tcp"}] if "22/tcp" in ports else [],
+                   "ports": [{"ip": engine.address(inst), "isIpPublic": True, "privatePort": private,
+                              "publicPort": public, "type": "tcp"}
+                             for private, public in runpod_api.tcp_ports(engine, inst)],
                    "gpus": [{"id": f"GPU-{inst.id}-{n}", "gpuUtilPercent": 0, "memoryUtilPercent": 0}
                             for n in range(inst.gpu_count)],
                    "container": {"cpuPercent": 0, "memoryPercent": 0}}

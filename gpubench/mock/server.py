@@ -6,7 +6,10 @@ trailing slash, as the vastai CLI sends it) or any /api/v1 call carrying the Vas
 the rest of /api/v1/... -> Lambda. A machine's own key (Vast.ai CONTAINER_API_KEY, RunPod's
 pod RUNPOD_API_KEY) is accepted for removing that machine only.
 
-Admin: GET /_mock/health, GET /_mock/faults, POST /_mock/faults with `{"spec": "..."}`.
+Admin: GET /_mock/health (`{"ok": true, "network": {"mode": "loopback"|"netns", ...}}`),
+GET /_mock/faults, POST /_mock/faults with `{"spec": "..."}`, and POST /_mock/node-dies with
+`{"provider": "vast", "id": "1234", "after": 2.0}` (namespace mode: that instance's link goes
+down `after` seconds from now).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from gpubench.mock import lambda_api, runpod_api, vast_api
+from gpubench.mock.engine import NodeDiesError
 from gpubench.mock.faults import FaultSpecError
 from gpubench.mock.web import Request, Response
 
@@ -77,7 +81,9 @@ def _machine_removing_itself(module, req: Request, engine) -> bool:
 
 def _admin(req: Request, engine) -> Response:
     if req.path.rstrip("/") == "/_mock/health":
-        return Response(200, {"ok": True})
+        return Response(200, {"ok": True, "network": engine.describe_network()})
+    if req.path.rstrip("/") == "/_mock/node-dies" and req.method == "POST":
+        return _node_dies(req, engine)
     if req.path.rstrip("/") == "/_mock/faults":
         if req.method == "POST":
             try:
@@ -88,6 +94,24 @@ def _admin(req: Request, engine) -> Response:
                 return Response(400, {"error": str(e)})
         return Response(200, {"spec": engine.faults.spec, "faults": engine.faults.describe()})
     return Response(404, {"error": "not found"})
+
+
+def _node_dies(req: Request, engine) -> Response:
+    try:
+        body = req.json() or {}
+        provider, iid = str(body["provider"]), str(body["id"])
+        after = float(body.get("after") or 0.0)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return Response(400, {"error": 'node-dies takes {"provider": P, "id": ID, "after": SECONDS}'})
+    if after < 0:
+        return Response(400, {"error": "after must not be negative"})
+    try:
+        inst = engine.node_dies(provider, iid, after)
+    except NodeDiesError as e:
+        return Response(409, {"error": str(e)})
+    if inst is None:
+        return Response(404, {"error": f"no {provider} instance {iid}"})
+    return Response(200, {"provider": provider, "id": iid, "link_down_at": inst.extra["link_down_at"]})
 
 
 class _Handler(BaseHTTPRequestHandler):

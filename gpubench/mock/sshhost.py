@@ -1,4 +1,7 @@
-"""The machines behind mock instances: one real sshd per instance on a loopback port.
+"""The machines behind mock instances: one real sshd per instance, on a loopback port
+(loopback mode, the default) or on port 22 of a network namespace of its own (namespace mode,
+see netns.py: the sshd and everything its sessions start run in that namespace, so traffic
+between two instances crosses the mock's bridge).
 
 Each instance gets a directory under <state>/instances/<provider>-<id>/ with its own host key,
 sshd_config, authorized_keys and a home/ directory. sshd runs with a ForceCommand wrapper
@@ -29,10 +32,13 @@ import signal
 import socket
 import subprocess
 import sys
+import logging
 import time
 from pathlib import Path
 
 from gpubench.launch.process import kill_group
+from gpubench.mock.forward import PortForwarder
+from gpubench.mock.netns import Network, NetnsError
 from gpubench.mock.state import MockInstance, Store
 
 SSHD = "/usr/sbin/sshd"
@@ -40,6 +46,7 @@ SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 _PR_SET_PDEATHSIG = 1
 READY_TIMEOUT_S = 5.0
 NVIDIA_SMI = Path(__file__).with_name("nvidia_smi.py")
+log = logging.getLogger("gpubench.mock")
 
 
 def smi_name(gpu_name: str) -> tuple[str, int]:
@@ -68,10 +75,10 @@ def _die_with_parent() -> None:   # runs in the child between fork and exec
         pass
 
 
-def _listening(port: int) -> bool:
+def _listening(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex((host, port)) == 0
 
 
 def _processes_tagged(tags: set[str]) -> list[int]:
@@ -91,12 +98,20 @@ def _processes_tagged(tags: set[str]) -> list[int]:
     return found
 
 
+def netns_slot(inst: MockInstance) -> int | None:
+    """The instance's place on the mock's bridge (namespace mode), None in loopback mode."""
+    slot = inst.extra.get("netns_slot")
+    return int(slot) if slot is not None else None
+
+
 class InstanceHost:
-    def __init__(self, root: Path, store: Store) -> None:
+    def __init__(self, root: Path, store: Store, network: Network | None = None) -> None:
         self.root = root
         self.store = store
+        self.network = network       # namespace mode when set
         self.user = getpass.getuser()
         self._procs: dict[tuple[str, str], subprocess.Popen] = {}
+        self._forwarders: dict[tuple[str, str], list[PortForwarder]] = {}
         # python, torchrun and pip of the interpreter running the mock (a venv's bin keeps torch)
         self.python_bin = str(Path(sys.executable).parent)
 
@@ -148,8 +163,9 @@ exec /bin/bash -i
 """)
         session.chmod(0o755)
         config = sshd_dir / "sshd_config"
+        listen = "0.0.0.0" if self._slot(inst) is not None else "127.0.0.1"   # a namespace's own
         config.write_text(f"""Port {inst.ssh_port}
-ListenAddress 127.0.0.1
+ListenAddress {listen}
 HostKey {hostkey}
 PidFile none
 AuthorizedKeysFile {sshd_dir / 'authorized_keys'}
@@ -208,34 +224,110 @@ LogLevel ERROR
                         f"{shlex.quote(str(config))} \"$@\"\n")
         tool.chmod(0o755)
 
+    def _slot(self, inst: MockInstance) -> int | None:
+        return netns_slot(inst) if self.network is not None else None
+
+    def address(self, inst: MockInstance) -> str:
+        """Where the instance's sshd (and every port it serves) is reached from this machine."""
+        slot = self._slot(inst)
+        return self.network.addresses(slot).public_ip if slot is not None else "127.0.0.1"
+
+    def private_address(self, inst: MockInstance) -> str:
+        slot = self._slot(inst)
+        return self.network.addresses(slot).private_ip if slot is not None else "127.0.0.1"
+
     def start(self, inst: MockInstance) -> bool:
         """Start the instance's sshd and wait until it accepts connections.
 
-        Picks a new port if the recorded one is taken (after a restart). Returns False if sshd
-        would not come up; the caller keeps the instance booting."""
+        Loopback mode picks a new port if the recorded one is taken (after a restart); namespace
+        mode makes the instance's namespace afresh and listens on port 22 there. Returns False
+        if sshd would not come up; the caller keeps the instance booting."""
         key = (inst.provider, inst.id)
         proc = self._procs.get(key)
         if proc is not None and proc.poll() is None:
             return True
+        slot = self._slot(inst)
         for attempt in range(2):
+            if slot is not None:
+                inst.ssh_port = 22
+                try:
+                    self.network.add_host(slot, self.hostname(inst))
+                except NetnsError as e:
+                    log.warning("mock instance %s-%s: %s", inst.provider, inst.id, e)
+                    return False
             # a port someone else took meanwhile would make the readiness check below lie
-            if not inst.ssh_port or attempt or _listening(inst.ssh_port):
+            elif not inst.ssh_port or attempt or _listening(inst.ssh_port):
                 inst.ssh_port = free_port()
             config = self._prepare(inst)
-            proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True,
-                                    preexec_fn=_die_with_parent, close_fds=True)
+            proc = self._spawn_sshd(inst, config, slot)
             self.store.set_pid(inst.provider, inst.id, proc.pid)
             deadline = time.monotonic() + READY_TIMEOUT_S
             while time.monotonic() < deadline and proc.poll() is None:
-                if _listening(inst.ssh_port):
+                if _listening(inst.ssh_port, self.address(inst)):
                     self._procs[key] = proc
+                    self._forward_ports(inst)
                     return True
                 time.sleep(0.01)
             self._kill(proc)
             self.store.set_pid(inst.provider, inst.id, None)
         return False
+
+    def hostname(self, inst: MockInstance) -> str:
+        """The machine's name (namespace mode gives it one of its own; Lambda answers it)."""
+        return inst.extra.get("hostname") or f"mock-{inst.id[:8]}"
+
+    def _spawn_sshd(self, inst: MockInstance, config: Path, slot: int | None) -> subprocess.Popen:
+        prefix = [] if slot is None else self.network.exec_prefix(slot, self.hostname(inst))
+        return subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(config)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent, close_fds=True)
+
+    def _forward_ports(self, inst: MockInstance) -> None:
+        """Loopback mode: serve each extra public port the API answers (extra["port_map"],
+        "29500/tcp" -> public port) by relaying it to the instance's own port. A public port
+        taken meanwhile is replaced by a free one (the API then answers the new one)."""
+        if self._slot(inst) is not None:
+            return                       # namespace mode: public port = container port
+        port_map = dict(inst.extra.get("port_map") or {})
+        forwarders = []
+        for name, public in port_map.items():
+            container = int(str(name).split("/")[0])
+            if not str(name).endswith("/tcp") or int(public) == container:
+                continue
+            try:
+                fwd = PortForwarder(int(public), container)
+            except OSError:
+                fwd = PortForwarder(0, container)
+                port_map[name] = fwd.port
+            forwarders.append(fwd)
+        inst.extra["port_map"] = port_map
+        self._stop_forwarders(inst.provider, inst.id)
+        self._forwarders[(inst.provider, inst.id)] = forwarders
+
+    def _stop_forwarders(self, provider: str, iid: str) -> None:
+        for fwd in self._forwarders.pop((provider, iid), []):
+            fwd.stop()
+
+    def plug(self, inst: MockInstance) -> bool:
+        """An instance whose SSH refuses: in namespace mode its namespace exists (so its
+        address answers, refusing), with no sshd in it. True once it is ready."""
+        slot = self._slot(inst)
+        if slot is not None and not self.network.exists(slot):
+            try:
+                self.network.add_host(slot, self.hostname(inst))
+            except NetnsError as e:
+                log.warning("mock instance %s-%s: %s", inst.provider, inst.id, e)
+                return False
+        return True
+
+    def cut(self, inst: MockInstance) -> bool:
+        """Namespace mode: take the instance's link down (node-dies). False in loopback mode."""
+        slot = self._slot(inst)
+        if slot is None or not self.network.exists(slot):
+            return False
+        self.network.cut(slot)
+        return True
 
     def running(self, inst: MockInstance) -> bool:
         proc = self._procs.get((inst.provider, inst.id))
@@ -257,6 +349,10 @@ LogLevel ERROR
             self._kill(proc)
         self.store.set_pid(inst.provider, inst.id, None)
         self._kill_tagged({self.process_tag(inst.provider, inst.id)})
+        self._stop_forwarders(inst.provider, inst.id)
+        slot = self._slot(inst)
+        if slot is not None:
+            self.network.remove_host(slot)               # its processes, namespace and veth
         self.halted_flag(inst).unlink(missing_ok=True)   # it boots afresh, if ever
 
     def stop_all(self) -> None:
@@ -267,6 +363,8 @@ LogLevel ERROR
         self._procs.clear()
         if tags:
             self._kill_tagged(tags)
+        for provider, iid in list(self._forwarders):
+            self._stop_forwarders(provider, iid)
 
     @staticmethod
     def _kill_tagged(tags: set[str]) -> None:

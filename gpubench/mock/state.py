@@ -103,6 +103,15 @@ class Store:
             self._db.execute("INSERT INTO meta VALUES ('mock_id', ?)", (value,))
             return value
 
+    def meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
     # instances
     def put(self, inst: MockInstance) -> None:
         """Insert or replace: for a new instance only (see update)."""

@@ -8,9 +8,10 @@ actual_status goes null -> loading -> running; an interruptible instance hit by 
 is outbid (intended/cur/next state "stopped"), an on-demand one goes offline. An instance
 carries CONTAINER_ID and its own CONTAINER_API_KEY, which may destroy that instance only
 (the create answer returns it as `instance_api_key`). Ports asked for in a create's `env`
-({"-p 10022:10022": "1"}) are mapped beside 22/tcp, each to a host port of its own (the
-mapping is reported; only 22/tcp has something listening). GET /api/v0/charges/ answers
-from what the mock billed (billing.py).
+({"-p 10022:10022": "1"}) are mapped beside 22/tcp and served: in namespace mode the
+instance's own address is its public_ipaddr and each port maps to itself; in loopback mode
+each gets a public port of 127.0.0.1 that the mock forwards to the container port (TCP).
+GET /api/v0/charges/ answers from what the mock billed (billing.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from datetime import datetime, timezone
 
 from gpubench.mock import billing
 from gpubench.mock.faults import listed
-from gpubench.mock.sshhost import free_port
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.web import Request, Response
 
@@ -117,7 +117,7 @@ def handle(req: Request, engine) -> Response:
     if p == "/api/v1/instances" and m == "GET":
         return _list_v1(req, engine)
     if p == "/api/v0/instances" and m == "GET":
-        rows = [_row(i) for i in listed(engine, PROVIDER)]
+        rows = [_row(engine, i) for i in listed(engine, PROVIDER)]
         return Response(200, {"instances_found": len(rows), "instances": rows})
     if mt := _INSTANCE.match(p):
         return _instance(mt.group(1), req, engine)
@@ -286,7 +286,7 @@ def _create(ask_id: int, req: Request, engine) -> Response:
                    "machine_id": offer.machine_id, "host_id": offer.host_id, "ask_id": offer.id,
                    "gpu_ram": offer.gpu.memory_gb * 1024, "min_bid": offer.min_bid,
                    "cuda_max_good": float(offer.gpu.cuda), "machine_env": machine_env,
-                   "port_map": port_map(env), "offer": offer.row(0, price is not None, disk)})
+                   "port_map": engine.public_ports(container_ports(env)), "offer": offer.row(0, price is not None, disk)})
     # the key scoped to this instance, as Vast.ai returns it (see self_removal)
     return Response(200, {"success": True, "new_contract": int(inst.id),
                           "instance_api_key": machine_env[KEY_VAR]})
@@ -295,15 +295,15 @@ def _create(ask_id: int, req: Request, engine) -> Response:
 _PORT_FLAG = re.compile(r"^-p\s+(?:[\d.]+:)?(\d+):(\d+)(?:/(tcp|udp))?$")
 
 
-def port_map(env: dict) -> dict[str, int]:
+def container_ports(env: dict) -> list[str]:
     """The container ports a create's `env` asks to expose, as the official CLI and other
-    clients send them ({"-p 10022:10022": "1"}), each given a host port of its own:
-    {"10022/tcp": 41234}. 22/tcp is always mapped (to the instance's sshd) besides."""
-    out = {}
+    clients send them ({"-p 10022:10022": "1"}): ["10022/tcp"]. 22/tcp is always mapped
+    (to the instance's sshd) besides."""
+    out = []
     for key in env:
         m = _PORT_FLAG.match(str(key).strip())
         if m and m.group(2) != "22":
-            out[f"{m.group(2)}/{m.group(3) or 'tcp'}"] = free_port()
+            out.append(f"{m.group(2)}/{m.group(3) or 'tcp'}")
     return out
 
 
@@ -335,13 +335,14 @@ def _ports(inst: MockInstance) -> dict:
     return {name: [{"HostIp": "0.0.0.0", "HostPort": str(port)}] for name, port in ports.items()}
 
 
-def _row(inst: MockInstance) -> dict:
+def _row(engine, inst: MockInstance) -> dict:
     now = time.time()
     actual, intended, cur, nxt, msg = _states(inst, now)
     x = inst.extra
     running = inst.phase == RUNNING
     offer = x.get("offer") or {}
     host_ports = [inst.ssh_port, *(x.get("port_map") or {}).values()]
+    address = engine.address(inst)
     disk_hour = (x.get("disk") or 0.0) * offer.get("storage_cost", 0.15) / 720
     costs = {"gpuCostPerHour": inst.price_per_hour, "diskHour": round(disk_hour, 6),
              "totalHour": round(inst.price_per_hour + disk_hour, 6), "discountTotalHour": 0,
@@ -365,9 +366,9 @@ def _row(inst: MockInstance) -> dict:
         "cpu_ram": 64000 * inst.gpu_count, "disk_space": x.get("disk"), "disk_usage": 0.0, "disk_util": 0.0,
         "cuda_max_good": x.get("cuda_max_good"), "dph_base": inst.price_per_hour,
         "dph_total": inst.price_per_hour, "min_bid": x.get("min_bid"), "is_bid": inst.interruptible,
-        "ssh_host": "127.0.0.1", "ssh_port": inst.ssh_port, "ssh_idx": "0",
-        "machine_dir_ssh_port": inst.ssh_port, "public_ipaddr": "127.0.0.1",
-        "local_ipaddrs": "127.0.0.1 ", "direct_port_count": 64,
+        "ssh_host": address, "ssh_port": inst.ssh_port, "ssh_idx": "0",
+        "machine_dir_ssh_port": inst.ssh_port, "public_ipaddr": address,
+        "local_ipaddrs": f"{address} ", "direct_port_count": 64,
         "direct_port_start": min(host_ports), "direct_port_end": max(host_ports),
         "ports": _ports(inst) if running else None,
         "geolocation": inst.region, "country_code": place if len(place) == 2 else None,
@@ -397,7 +398,7 @@ def _list_v1(req: Request, engine) -> Response:
     if not isinstance(filters, dict):
         return error(400, "invalid_request", "Error in query parameters: select_filters must be an object")
     limit = PAGE_MAX if limit > PAGE_MAX else (5 if limit <= 0 else limit)
-    all_rows = [_row(i) for i in listed(engine, PROVIDER)]
+    all_rows = [_row(engine, i) for i in listed(engine, PROVIDER)]
     rows = _filter(all_rows, filters)
     first = order_by[0] if isinstance(order_by, list) and order_by and isinstance(order_by[0], dict) else {}
     desc = str(first.get("dir", "asc")).lower() == "desc"
@@ -421,7 +422,7 @@ def _list_v1(req: Request, engine) -> Response:
 def _instance(iid: str, req: Request, engine) -> Response:
     inst = engine.store.get(PROVIDER, iid)
     if req.method == "GET":
-        return Response(200, {"instances": _row(inst) if inst else None})
+        return Response(200, {"instances": _row(engine, inst) if inst else None})
     if inst is None:
         return error(404, "not_found", "Instance not found")
     if req.method == "DELETE":

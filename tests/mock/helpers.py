@@ -1,14 +1,20 @@
 """Helpers for the mock cloud tests: poll with a deadline, ssh into an instance with the real
-OpenSSH client, count an instance host's sshd processes, call an API with its auth header."""
+OpenSSH client, count an instance host's sshd processes, call an API with its auth header,
+start a mock in namespace mode (or skip where this machine cannot make namespaces)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
+import pytest
 import requests
+
+from gpubench.mock import NETNS, MockCloud
 
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
             "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR"]
@@ -30,9 +36,31 @@ def wait_for(fn, timeout: float = 10.0, interval: float = 0.05):
         time.sleep(interval)
 
 
-def ssh(port: int, key: Path, command: str, user: str = "root", timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run(["ssh", *SSH_OPTS, "-i", str(key), "-p", str(port), f"{user}@127.0.0.1", command],
+def ssh(port: int, key: Path, command: str, user: str = "root", timeout: float = 30,
+        host: str = "127.0.0.1") -> subprocess.CompletedProcess:
+    return subprocess.run(["ssh", *SSH_OPTS, "-i", str(key), "-p", str(port), f"{user}@{host}", command],
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@contextmanager
+def netns_mock_cloud(state_dir: Path, monkeypatch=None, **start) -> Iterator[MockCloud]:
+    """A mock cloud in namespace mode (each instance a host of its own on the mock's bridge),
+    stopped afterwards; the test is skipped, with the reason, where this machine cannot make
+    network namespaces. With `monkeypatch`, gpubench is pointed at it (its endpoints and keys).
+    `start`: more MockCloud.start arguments (boot_delay, faults).
+
+        with netns_mock_cloud(tmp_path / "mock", monkeypatch) as cloud: ...
+    """
+    cloud = MockCloud.start(state_dir=state_dir, netns=True, **start)
+    try:
+        if cloud.mode != NETNS:
+            pytest.skip(cloud.mode_note or "namespace mode unavailable")
+        if monkeypatch is not None:
+            for key, value in cloud.env().items():
+                monkeypatch.setenv(key, value)
+        yield cloud
+    finally:
+        cloud.stop()
 
 
 def sshd_count(state_dir: Path) -> int:
