@@ -164,7 +164,7 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
         try:
             outcome = lifecycle_provision.provision(plan.provider, preq, plan.offers, ledger,
                                                     lambda phase, detail: echo(f"{phase}: {detail}"),
-                                                    gate=_gate(req))
+                                                    gate=_gate(req, ledger))
             result.instance_id = outcome.entry.instance_id
             echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
                  f"{outcome.entry.instance_id})")
@@ -215,14 +215,14 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
                 return
 
 
-def _gate(req: BenchRequest):
-    """The preflight gate for provisioning, run with the bench's remote python; None
-    when --no-preflight."""
+def _gate(req: BenchRequest, ledger):
+    """The preflight gate for provisioning, run with the bench's remote python, its
+    findings kept in the ledger; None when --no-preflight."""
     if not req.preflight:
         return None
-    from gpubench.lifecycle.preflight import check_entry
+    from gpubench.lifecycle.preflight import recorded_gate
 
-    return lambda entry, offer: check_entry(entry, offer, req.remote_python)
+    return recorded_gate(ledger, req.remote_python)
 
 
 class _WithHostFacts:

@@ -65,7 +65,7 @@ def provision(
                     "not rented: pass --yes to rent without a terminal to confirm on",
                     said_on_no="nothing rented", yes=yes)
     with Ledger() as ledger, _Progress() as progress:
-        outcome = run(prov, req, offers, ledger, progress, gate=_gate() if preflight else None)
+        outcome = run(prov, req, offers, ledger, progress, gate=_gate(ledger) if preflight else None)
     e = outcome.entry
     out(f"ready in {outcome.seconds_to_ready:.1f} s: {e.name} ({provider} {e.instance_id}), "
         f"{e.gpu_count}x {e.gpu_name} at {format_dollars(e.price_per_hour)}/h")
@@ -79,10 +79,10 @@ def provision(
         out(f"  {outcome.gate.summary()}")
 
 
-def _gate():
-    from gpubench.lifecycle.preflight import check_entry
+def _gate(ledger):
+    from gpubench.lifecycle.preflight import recorded_gate
 
-    return check_entry
+    return recorded_gate(ledger)
 
 
 class _Progress:
