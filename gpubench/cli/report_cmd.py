@@ -111,11 +111,19 @@ def report(
     built = build_report(frame, parse_baseline(baseline, frame), failures)
     compare = tuple(compare) if compare else None
     _print(render(built, fmt, workload, compare))
-    _write_extras(built, html, plot, plot_formats, compare)
+    from gpubench.report.hosts import host_sections
+
+    machines = [] if compare else host_sections(frame, workload)   # spread across hosts, costs
+    if fmt not in ("csv", "json"):
+        from gpubench.report.render import render_section
+
+        for section in machines:
+            out("\n" + render_section(section, fmt))
+    _write_extras(built, html, plot, plot_formats, compare, machines)
 
 
 def _write_extras(report, html: Path | None, plot: Path | None, plot_formats: tuple[str, ...],
-                  compare: tuple[str, str] | None) -> None:
+                  compare: tuple[str, str] | None, machines: list | None = None) -> None:
     if plot is not None:
         from gpubench.report.plots import write_plots
 
@@ -126,8 +134,8 @@ def _write_extras(report, html: Path | None, plot: Path | None, plot_formats: tu
 
         from gpubench.report.render import comparison
 
-        extra = [comparison(report, compare)[1]] if compare else None
-        write_html(report, html, extra)
+        extra = ([comparison(report, compare)[1]] if compare else []) + list(machines or [])
+        write_html(report, html, extra or None)
         err(f"wrote {html}")
 
 
