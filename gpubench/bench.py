@@ -45,8 +45,7 @@ if TYPE_CHECKING:
 
 Echo = Callable[[str], None]
 TERMINATE_DEADLINE_S = 180.0
-MAX_HOSTS = 16          # machines of one bench; --parallel runs at most MAX_PARALLEL at once
-MAX_PARALLEL = 8
+MAX_HOSTS = 16          # machines of one bench (--parallel: bench_hosts.MAX_PARALLEL at once)
 
 
 @dataclass
@@ -195,9 +194,7 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
         fleet.settle_deadlines(ledger, say=echo)
         if plan.hosts == 1:
             return bench_machine(req, plan, plan.offers, name, store, echo, ledger, plan.budget)
-        from gpubench.bench_hosts import bench_hosts
-
-        return bench_hosts(req, plan, name, store, echo, ledger)
+        return _on_hosts(req, plan, name, store, echo, ledger)
     finally:
         if own_ledger:
             ledger.close()
@@ -207,6 +204,7 @@ def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, s
                   echo: Echo, ledger, budget: float | None) -> BenchResult:
     """One machine: rent it (from `offers`, in order), sweep on it, take it down; then
     its records gain what it cost, estimated and billed."""
+    from gpubench import bench_hosts
     from gpubench.lifecycle import provision as lifecycle_provision
     from gpubench.lifecycle.budget import say_hours
 
@@ -224,7 +222,7 @@ def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, s
                                                 lambda phase, detail: echo(f"{phase}: {detail}"),
                                                 gate=_gate(req, ledger))
         result.instance_id = outcome.entry.instance_id
-        result.host_id = host_of(outcome.offer)
+        result.host_id = bench_hosts.host_key(outcome.offer)
         echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
              f"{outcome.entry.instance_id})")
         spending = None
@@ -249,12 +247,69 @@ def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, s
     return result
 
 
-def host_of(offer) -> str | None:
-    """The provider's id for the machine behind an offer (Vast.ai's machine_id), where
-    it gives one: hosts are told apart by it."""
-    extra = getattr(offer, "extra", None) or {}
-    host = extra.get("machine_id")
-    return None if host is None else str(host)
+def _on_hosts(req: BenchRequest, plan: BenchPlan, name: str, store: ResultsStore, echo: Echo,
+              ledger) -> BenchResult:
+    """--hosts K: bench_machine on each of K machines named NAME-1..NAME-K, in turn or
+    at once (bench_hosts.py); whatever happens, any of them still live at the end is
+    taken down here. The result holds each machine's and their sums."""
+    from gpubench import bench_hosts
+    from gpubench.lifecycle.ledger import Ledger
+
+    names = [bench_hosts.machine_name(name, i) for i in range(1, plan.hosts + 1)]
+    share = plan.budget / plan.hosts if plan.budget is not None else None
+
+    def in_turn(machine: str, offers: list, say: Echo) -> BenchResult:
+        return bench_machine(req, plan, offers, machine, store, say, ledger, share)
+
+    def at_once(machine: str, offers: list, say: Echo) -> BenchResult:
+        with Ledger(ledger.path) as own:     # a connection of its own per thread
+            return bench_machine(req, plan, offers, machine, store, say, own, share)
+
+    try:
+        if req.parallel:
+            _register_key_once(plan.provider)     # not K workers each creating it
+            done = bench_hosts.at_once(names, plan.offers, at_once, echo)
+        else:
+            done = bench_hosts.in_turn(names, plan.offers, in_turn, echo)
+    finally:
+        _take_down_leftovers(names, ledger, plan.provider, echo)
+    return _combined(name, done)
+
+
+def _register_key_once(provider) -> None:
+    from gpubench.lifecycle.keys import ensure_keypair
+
+    keypair = ensure_keypair()
+    provider.ensure_ssh_key(keypair.public_key, "gpubench")
+
+
+def _take_down_leftovers(names: list[str], ledger, provider, echo: Echo) -> None:
+    """The last safety of --hosts: a machine of the bench the ledger still holds live (a
+    worker stopped before its own teardown) is taken down here."""
+    from gpubench.lifecycle.terminate import take_down_entry
+
+    for machine in names:
+        entry = ledger.find_active(machine)
+        if entry is None:
+            continue
+        echo(f"terminating {machine} ({entry.provider} {entry.instance_id or 'id unknown'})")
+        down = take_down_entry(ledger, entry, provider, TERMINATE_DEADLINE_S, echo)
+        if not down.gone:
+            raise TeardownError(f"{machine} is NOT confirmed terminated ({down.message}); "
+                                f"run 'gpubench down {machine}' and check 'gpubench ls'")
+
+
+def _combined(name: str, machines: list[BenchResult]) -> BenchResult:
+    costs = [m.cost for m in machines]
+    billed = [m.billed for m in machines]
+    return BenchResult(
+        name=name, records=[r for m in machines for r in m.records],
+        run_ids=[r for m in machines for r in m.run_ids],
+        cost=None if None in costs else sum(costs),
+        billed=None if (None in billed or not billed) else sum(billed),
+        terminated=all(m.terminated for m in machines), kept=any(m.kept for m in machines),
+        budget_stop="; ".join(m.budget_stop for m in machines if m.budget_stop) or None,
+        machines=machines)
 
 
 def _add_cost(store: ResultsStore, result: BenchResult, echo: Echo) -> None:

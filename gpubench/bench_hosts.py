@@ -7,11 +7,11 @@ RunPod) every launch is a machine of its own and the instance id names it. Machi
 i is named NAME-i in the ledger.
 
 Whatever happens (an error on one machine, Ctrl-C) every machine is taken down and
-that confirmed: each machine's own bench tears it down on its way out; on Ctrl-C
-with --parallel every worker is told to stop at its next step (it raises
-Cancelled, a KeyboardInterrupt, where it next reports progress) and the main
-thread waits for their teardowns; last, any machine of the bench the ledger still
-holds live is taken down here.
+that confirmed: each machine's own bench (bench.bench_machine, passed in as
+`run_one`) tears it down on its way out; on Ctrl-C with --parallel every worker is
+told to stop at its next step (it raises Cancelled, a KeyboardInterrupt, where it
+next reports progress) and the main thread waits for their teardowns; last, the
+bench takes down any machine of it the ledger still holds live.
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ from typing import TYPE_CHECKING, Callable
 from gpubench.errors import GpubenchError
 
 if TYPE_CHECKING:
-    from gpubench.bench import BenchPlan, BenchRequest, BenchResult
     from gpubench.lifecycle.budget import Estimate
 
 Echo = Callable[[str], None]
+# One machine's bench: (its name, the offers to rent it from, its echo) -> its result
+# (with .host_id), the machine taken down before it returns or raises.
+RunOne = Callable[[str, list, Echo], object]
+MAX_PARALLEL = 8
 
 
 class NotEnoughHostsError(GpubenchError):
@@ -47,9 +50,11 @@ def same_type(offers: list, best) -> list:
 
 
 def host_key(offer) -> str | None:
-    from gpubench.bench import host_of
-
-    return host_of(offer)
+    """The provider's id for the machine behind an offer (Vast.ai's machine_id), where
+    it gives one: hosts are told apart by it."""
+    extra = getattr(offer, "extra", None) or {}
+    host = extra.get("machine_id")
+    return None if host is None else str(host)
 
 
 def check_enough(offers: list, hosts: int, provider: str) -> None:
@@ -96,61 +101,32 @@ def machine_name(base: str, index: int) -> str:
 
 # -- running ------------------------------------------------------------------------
 
-def bench_hosts(req: "BenchRequest", plan: "BenchPlan", name: str, store, echo: Echo,
-                ledger) -> "BenchResult":
-    """Bench each of the K machines; the result holds each machine's and their sum."""
-    from gpubench.bench import BenchResult
-
-    names = [machine_name(name, i) for i in range(1, plan.hosts + 1)]
-    share = plan.budget / plan.hosts if plan.budget is not None else None
-    done: list[BenchResult] = []
-    try:
-        if req.parallel:
-            done = _at_once(req, plan, names, store, echo, ledger, share)
-        else:
-            done = _in_turn(req, plan, names, store, echo, ledger, share)
-    finally:
-        _take_down_leftovers(names, ledger, plan.provider, echo)
-    return _combined(name, done)
-
-
-def _in_turn(req, plan, names, store, echo, ledger, share) -> list:
-    from gpubench.bench import bench_machine
-
+def in_turn(names: list[str], offers: list, run_one: RunOne, echo: Echo) -> list:
+    """Each machine after the other, each on a host none before it ran on."""
     used: set = set()
     done = []
     for i, machine in enumerate(names, start=1):
-        offers = not_used(plan.offers, used)
-        if not offers:
+        left = not_used(offers, used)
+        if not left:
             raise NotEnoughHostsError(f"no host left to rent for machine {i} of {len(names)}")
         echo(f"machine {i} of {len(names)}: {machine}")
-        result = bench_machine(req, plan, offers, machine, store, echo, ledger, share)
-        used.add(result.host_id)
+        result = run_one(machine, left, echo)
+        used.add(getattr(result, "host_id", None))
         done.append(result)
     return done
 
 
-def _at_once(req, plan, names, store, echo, ledger, share) -> list:
-    from gpubench.bench import MAX_PARALLEL
-
-    _register_key_once(plan.provider)     # K workers must not each create the key
+def at_once(names: list[str], offers: list, run_one: RunOne, echo: Echo) -> list:
+    """Every machine at once (at most MAX_PARALLEL threads), on disjoint hosts; their
+    results in order. Ctrl-C stops them all (each tearing its machine down) and is
+    raised once they are done; else the first machine's error is, once all are done."""
     cancel = threading.Event()
-    lists = split_hosts(plan.offers, len(names))
     lock = threading.Lock()
-
-    def worker(machine: str, offers: list):
-        from gpubench.bench import bench_machine
-        from gpubench.lifecycle.ledger import Ledger
-
-        with Ledger(ledger.path) as own:    # a connection of its own per thread
-            return bench_machine(req, plan, offers, machine, store, _said_by(machine, echo, cancel, lock),
-                                 own, share)
-
-    results: list = []
+    results, errors = [], []
     with _ctrl_c_cancels(cancel, echo), ThreadPoolExecutor(min(len(names), MAX_PARALLEL)) as pool:
-        futures = [pool.submit(worker, machine, offers) for machine, offers in zip(names, lists)]
+        futures = [pool.submit(run_one, machine, mine, _said_by(machine, echo, cancel, lock))
+                   for machine, mine in zip(names, split_hosts(offers, len(names)))]
         _wait_all(futures)
-        errors = []
         for future in futures:
             try:
                 results.append(future.result())
@@ -206,42 +182,3 @@ def _said_by(machine: str, echo: Echo, cancel: threading.Event, lock: threading.
             echo(f"[{machine}] {line}")
 
     return say
-
-
-def _register_key_once(provider) -> None:
-    from gpubench.lifecycle.keys import ensure_keypair
-
-    keypair = ensure_keypair()
-    provider.ensure_ssh_key(keypair.public_key, "gpubench")
-
-
-def _take_down_leftovers(names: list[str], ledger, provider, echo: Echo) -> None:
-    """The last safety: a machine of this bench the ledger still holds live (a worker
-    stopped before its own teardown) is taken down here."""
-    from gpubench.bench import TERMINATE_DEADLINE_S, TeardownError
-    from gpubench.lifecycle.terminate import take_down_entry
-
-    for machine in names:
-        entry = ledger.find_active(machine)
-        if entry is None:
-            continue
-        echo(f"terminating {machine} ({entry.provider} {entry.instance_id or 'id unknown'})")
-        down = take_down_entry(ledger, entry, provider, TERMINATE_DEADLINE_S, echo)
-        if not down.gone:
-            raise TeardownError(f"{machine} is NOT confirmed terminated ({down.message}); "
-                                f"run 'gpubench down {machine}' and check 'gpubench ls'")
-
-
-def _combined(name: str, machines: list) -> "BenchResult":
-    from gpubench.bench import BenchResult
-
-    costs = [m.cost for m in machines]
-    billed = [m.billed for m in machines]
-    return BenchResult(
-        name=name, records=[r for m in machines for r in m.records],
-        run_ids=[r for m in machines for r in m.run_ids],
-        cost=None if None in costs else sum(costs),
-        billed=None if (None in billed or not billed) else sum(billed),
-        terminated=all(m.terminated for m in machines), kept=any(m.kept for m in machines),
-        budget_stop="; ".join(m.budget_stop for m in machines if m.budget_stop) or None,
-        machines=machines)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpubench.cli.options import FormatOpt
+from gpubench.cli.options import FormatOpt, GpuTypeOpt
 from gpubench.cli.render import check_format, out, render_rows
 
 providers_app = typer.Typer(help="What gpubench has seen of each provider.", no_args_is_help=True)
@@ -23,8 +23,7 @@ LEGEND = ("ready s: median/p90 seconds from asking to an SSH login; no ssh: shar
 @providers_app.command("stats")
 def stats(
     provider: Annotated[Optional[str], typer.Option("--provider", help="Only this provider.")] = None,
-    gpu_type: Annotated[Optional[str], typer.Option(
-        "--gpu-type", help="Only GPU types whose name holds this (H100, A100).")] = None,
+    gpu_type: GpuTypeOpt = None,
     fmt: FormatOpt = "table",
 ) -> None:
     """Per provider and GPU type: launches, median and p90 seconds to SSH-ready, the
@@ -34,12 +33,13 @@ def stats(
 
     from gpubench.lifecycle.ledger import Ledger
     from gpubench.lifecycle.stats import provider_stats
+    from gpubench.providers.gpus import gpu_matches
 
     check_format(fmt)
     with Ledger() as ledger:
         rows = ledger.entries(include_done=True)
     rows = [r for r in rows if (provider is None or r.provider == provider)
-            and (gpu_type is None or gpu_type.lower() in (r.gpu_name or "").lower())]
+            and (gpu_type is None or gpu_matches(gpu_type, r.gpu_name or ""))]
     figures = provider_stats(rows, now=time.time())
     if fmt in ("json", "csv"):
         dicts = [s.as_dict() for s in figures]
