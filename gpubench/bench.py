@@ -14,6 +14,16 @@ Before any benchmark time the machine passes the preflight gate
 (lifecycle/preflight.py) or is terminated and replaced by the next offer, within
 --attempts; the gate's findings (host id, driver, CUDA, torch, NCCL, GPU names and
 UUIDs, topology) go into every record of the bench.
+
+With --hosts K the same sweep runs on K machines of one GPU type, on distinct hosts
+(where the provider names its machines: Vast.ai's machine ids; elsewhere every launch
+is a machine of its own), one after the other or, with --parallel, at once; every
+record names its host, and the report shows the spread across hosts. Each machine
+is taken down whatever happens to the others.
+
+Once a machine is confirmed gone, its records gain what it cost: the estimate
+(price x time up) and what the provider billed where it says (record_schema:
+BILLING; results_billing.py rewrites the bench's own run files atomically).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ if TYPE_CHECKING:
 
 Echo = Callable[[str], None]
 TERMINATE_DEADLINE_S = 180.0
+MAX_HOSTS = 16          # machines of one bench (--parallel: bench_hosts.MAX_PARALLEL at once)
 
 
 @dataclass
@@ -61,6 +72,8 @@ class BenchRequest:
     budget: float | None = None       # dollars [default: [defaults] budget in config.toml, else none]
     preflight: bool = True            # check the host before the sweeps; replace one that fails
     repeat: int | None = None         # runs of each count; None: the sweep's default for the machine
+    hosts: int = 1                    # machines of one GPU type, on distinct hosts, to sweep on
+    parallel: bool = False            # sweep them at once rather than one after the other
 
 
 @dataclass
@@ -72,6 +85,12 @@ class BenchPlan:
     estimate: "Estimate"
     max_hours: float
     budget: float | None
+    hosts: int = 1
+
+    @property
+    def total_dollars(self) -> float:
+        """The estimate for every machine of the plan."""
+        return self.estimate.dollars * self.hosts
 
     def describe(self) -> str:
         from gpubench.format import format_dollars
@@ -79,9 +98,14 @@ class BenchPlan:
 
         best = self.offers[0]
         ceiling = f"; budget {format_dollars(self.budget)}" if self.budget is not None else ""
-        return (f"{best.gpu_count}x {best.gpu_name} at {format_dollars(best.price_per_hour)}/h: "
-                f"{self.estimate.describe()}; it stops itself after {say_hours(self.max_hours)} "
-                f"unless a gpubench run is active on it{ceiling}")
+        stops = f"stops itself after {say_hours(self.max_hours)} unless a gpubench run is active on it"
+        if self.hosts == 1:
+            return (f"{best.gpu_count}x {best.gpu_name} at {format_dollars(best.price_per_hour)}/h: "
+                    f"{self.estimate.describe()}; it {stops}{ceiling}")
+        return (f"{self.hosts} machines of {best.gpu_count}x {best.gpu_name} on distinct hosts, "
+                f"about {format_dollars(self.total_dollars)} for all {self.hosts}; each at "
+                f"{format_dollars(best.price_per_hour)}/h: {self.estimate.describe()}; each {stops}"
+                f"{ceiling}")
 
 
 @dataclass
@@ -90,11 +114,15 @@ class BenchResult:
     instance_id: str | None = None
     records: list[dict] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
-    cost: float | None = None         # the whole machine, from launch to terminate (or now)
+    cost: float | None = None         # the whole machine, from launch to terminate (or now),
+    #                                   and the machines provisioning threw away for it
     billed: float | None = None       # what the provider billed for it, where it reports that
+    machine_cost: float | None = None  # the machine the sweeps ran on alone, estimated
+    host_id: str | None = None        # the provider's id for the machine's host, where it gives one
     terminated: bool = False
     kept: bool = False
     budget_stop: str | None = None    # why runs stopped before the plan's end (the budget)
+    machines: list["BenchResult"] = field(default_factory=list)   # --hosts: each machine's
 
     @property
     def all_ok(self) -> bool:
@@ -119,6 +147,7 @@ def _provision_request(req: BenchRequest, name: str | None = None, max_hours: fl
 def plan_bench(req: BenchRequest, provider=None) -> BenchPlan:
     """Connect, pick the offers, and estimate the plan; a plan expected to cost more
     than the budget is refused (BudgetError) before anything is rented."""
+    from gpubench import bench_hosts as hosts
     from gpubench.lifecycle import budget, watchdog
     from gpubench.lifecycle.provision import connect_and_plan
     from gpubench.providers import registry
@@ -126,68 +155,173 @@ def plan_bench(req: BenchRequest, provider=None) -> BenchPlan:
     registry.check(req.provider)
     watchdog.check_max_hours(req.max_hours)
     ceiling = budget.check_budget(req.budget) if req.budget is not None else budget.configured_budget()
+    check_hosts(req.hosts)
     prov, offers = connect_and_plan(_provision_request(req), provider)
     best = offers[0]
+    if req.hosts > 1:
+        offers = hosts.same_type(offers, best)
+        hosts.check_enough(offers, req.hosts, req.provider)
     counts = budget.sweep_counts(best.gpu_count or req.gpus, req.counts)
     estimate = budget.estimate([w.name for w in req.workloads], counts, req.timeout,
                                best.price_per_hour)
-    budget.refuse_over_budget(estimate, ceiling)
-    max_hours = req.max_hours or estimate.default_max_hours(ceiling)
-    return BenchPlan(prov, offers, estimate, max_hours, ceiling)
+    budget.refuse_over_budget(hosts.for_all(estimate, req.hosts), ceiling)
+    share = ceiling / req.hosts if ceiling is not None else None   # each machine its share
+    max_hours = req.max_hours or estimate.default_max_hours(share)
+    return BenchPlan(prov, offers, estimate, max_hours, ceiling, req.hosts)
+
+
+def check_hosts(count: int) -> None:
+    from gpubench.errors import UsageError
+
+    if count < 1 or count > MAX_HOSTS:
+        raise UsageError(f"--hosts must be 1 to {MAX_HOSTS} (got {count})")
 
 
 def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
           provider=None, plan: BenchPlan | None = None) -> BenchResult:
     """Provision, sweep every workload, terminate; the result says what it cost.
-    `plan` is plan_bench's (made here when not given)."""
+    `plan` is plan_bench's (made here when not given). With req.hosts > 1, the same
+    on each machine (bench_hosts.py); the result then holds each machine's."""
     from gpubench.lifecycle import fleet
-    from gpubench.lifecycle import provision as lifecycle_provision
     from gpubench.lifecycle.ledger import Ledger
-    from gpubench.lifecycle.budget import say_hours
     from gpubench.lifecycle.provision import default_name
 
     plan = plan or plan_bench(req, provider)
     name = req.name or default_name(req.provider)
-    preq = _provision_request(req, name, plan.max_hours)
-    best = plan.offers[0]
-    echo(f"renting {best.gpu_count}x {best.gpu_name} on {req.provider} "
-         f"({best.instance_type or best.offer_id}) at ${best.price_per_hour:.2f}/h")
-    echo(f"plan: {plan.estimate.describe()}; the machine stops itself after "
-         f"{say_hours(plan.max_hours)} unless a gpubench run is active on it"
-         + (f"; budget {_money(plan.budget)}" if plan.budget is not None else ""))
-    result = BenchResult(name=name)
-    started = time.time()
     own_ledger = ledger is None
     ledger = ledger or Ledger()
     try:
         fleet.settle_deadlines(ledger, say=echo)
-        try:
-            outcome = lifecycle_provision.provision(plan.provider, preq, plan.offers, ledger,
-                                                    lambda phase, detail: echo(f"{phase}: {detail}"),
-                                                    gate=_gate(req))
-            result.instance_id = outcome.entry.instance_id
-            echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
-                 f"{outcome.entry.instance_id})")
-            spending = None
-            if plan.budget is not None:
-                from gpubench.lifecycle.budget import Spending
-
-                spending = Spending(ledger, outcome.entry.row_id, plan.budget)
-            if outcome.gate is not None:
-                store = _WithHostFacts(store, outcome.gate.record_fields())
-            _sweeps(req, outcome.entry, store, echo, result, spending)
-        except BaseException as first:
-            try:
-                _teardown(req, name, ledger, plan.provider, echo, result, started)
-            except Exception as second:
-                # Both matter: why the bench stopped, and that the machine may still bill.
-                raise TeardownError(f"{_one_line(first)}\nerror: {second}") from first
-            raise
-        _teardown(req, name, ledger, plan.provider, echo, result, started)
+        if plan.hosts == 1:
+            return bench_machine(req, plan, plan.offers, name, store, echo, ledger, plan.budget)
+        return _on_hosts(req, plan, name, store, echo, ledger)
     finally:
         if own_ledger:
             ledger.close()
+
+
+def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, store: ResultsStore,
+                  echo: Echo, ledger, budget: float | None) -> BenchResult:
+    """One machine: rent it (from `offers`, in order), sweep on it, take it down; then
+    its records gain what it cost, estimated and billed."""
+    from gpubench import bench_hosts
+    from gpubench.lifecycle import provision as lifecycle_provision
+    from gpubench.lifecycle.budget import say_hours
+
+    preq = _provision_request(req, name, plan.max_hours)
+    best = offers[0]
+    echo(f"renting {best.gpu_count}x {best.gpu_name} on {req.provider} "
+         f"({best.instance_type or best.offer_id}) at ${best.price_per_hour:.2f}/h")
+    echo(f"plan: {plan.estimate.describe()}; the machine stops itself after "
+         f"{say_hours(plan.max_hours)} unless a gpubench run is active on it"
+         + (f"; budget {_money(budget)}" if budget is not None else ""))
+    result = BenchResult(name=name)
+    started = time.time()
+    try:
+        outcome = lifecycle_provision.provision(plan.provider, preq, offers, ledger,
+                                                lambda phase, detail: echo(f"{phase}: {detail}"),
+                                                gate=_gate(req, ledger))
+        result.instance_id = outcome.entry.instance_id
+        result.host_id = bench_hosts.host_key(outcome.offer)
+        echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
+             f"{outcome.entry.instance_id})")
+        spending = None
+        if budget is not None:
+            from gpubench.lifecycle.budget import Spending
+
+            spending = Spending(ledger, outcome.entry.row_id, budget)
+        facts = outcome.gate.record_fields() if outcome.gate is not None else {}
+        facts.update({k: v for k, v in (("host_id", result.host_id),
+                                        ("instance_id", result.instance_id)) if v is not None})
+        _sweeps(req, outcome.entry, _WithHostFacts(store, facts), echo, result, spending)
+    except BaseException as first:
+        try:
+            _teardown(req, name, ledger, plan.provider, echo, result, started)
+        except Exception as second:
+            # Both matter: why the bench stopped, and that the machine may still bill.
+            raise TeardownError(f"{_one_line(first)}\nerror: {second}") from first
+        _add_cost(store, result, echo)
+        raise
+    _teardown(req, name, ledger, plan.provider, echo, result, started)
+    _add_cost(store, result, echo)
     return result
+
+
+def _on_hosts(req: BenchRequest, plan: BenchPlan, name: str, store: ResultsStore, echo: Echo,
+              ledger) -> BenchResult:
+    """--hosts K: bench_machine on each of K machines named NAME-1..NAME-K, in turn or
+    at once (bench_hosts.py); whatever happens, any of them still live at the end is
+    taken down here. The result holds each machine's and their sums."""
+    from gpubench import bench_hosts
+    from gpubench.lifecycle.ledger import Ledger
+
+    names = [bench_hosts.machine_name(name, i) for i in range(1, plan.hosts + 1)]
+    share = plan.budget / plan.hosts if plan.budget is not None else None
+
+    def in_turn(machine: str, offers: list, say: Echo) -> BenchResult:
+        return bench_machine(req, plan, offers, machine, store, say, ledger, share)
+
+    def at_once(machine: str, offers: list, say: Echo) -> BenchResult:
+        with Ledger(ledger.path) as own:     # a connection of its own per thread
+            return bench_machine(req, plan, offers, machine, store, say, own, share)
+
+    try:
+        if req.parallel:
+            _register_key_once(plan.provider)     # not K workers each creating it
+            done = bench_hosts.at_once(names, plan.offers, at_once, echo)
+        else:
+            done = bench_hosts.in_turn(names, plan.offers, in_turn, echo)
+    finally:
+        _take_down_leftovers(names, ledger, plan.provider, echo)
+    return _combined(name, done)
+
+
+def _register_key_once(provider) -> None:
+    from gpubench.lifecycle.keys import ensure_keypair
+
+    keypair = ensure_keypair()
+    provider.ensure_ssh_key(keypair.public_key, "gpubench")
+
+
+def _take_down_leftovers(names: list[str], ledger, provider, echo: Echo) -> None:
+    """The last safety of --hosts: a machine of the bench the ledger still holds live (a
+    worker stopped before its own teardown) is taken down here."""
+    from gpubench.lifecycle.terminate import take_down_entry
+
+    for machine in names:
+        entry = ledger.find_active(machine)
+        if entry is None:
+            continue
+        echo(f"terminating {machine} ({entry.provider} {entry.instance_id or 'id unknown'})")
+        down = take_down_entry(ledger, entry, provider, TERMINATE_DEADLINE_S, echo)
+        if not down.gone:
+            raise TeardownError(f"{machine} is NOT confirmed terminated ({down.message}); "
+                                f"run 'gpubench down {machine}' and check 'gpubench ls'")
+
+
+def _combined(name: str, machines: list[BenchResult]) -> BenchResult:
+    costs = [m.cost for m in machines]
+    billed = [m.billed for m in machines]
+    return BenchResult(
+        name=name, records=[r for m in machines for r in m.records],
+        run_ids=[r for m in machines for r in m.run_ids],
+        cost=None if None in costs else sum(costs),
+        billed=None if (None in billed or not billed) else sum(billed),
+        terminated=all(m.terminated for m in machines), kept=any(m.kept for m in machines),
+        budget_stop="; ".join(m.budget_stop for m in machines if m.budget_stop) or None,
+        machines=machines)
+
+
+def _add_cost(store: ResultsStore, result: BenchResult, echo: Echo) -> None:
+    """Once the machine is confirmed gone, its records gain what it cost (estimated,
+    and billed where the provider says)."""
+    if not result.terminated or not result.run_ids:
+        return
+    from gpubench.results_billing import add_machine_cost
+
+    for warning in add_machine_cost(store.directory, result.run_ids, result.machine_cost,
+                                    result.billed):
+        echo(f"warning: {warning}")
 
 
 def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: BenchResult,
@@ -204,7 +338,7 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
         points = on_one_node(req.counts) if req.counts else default_points(machine)
         for workload in req.workloads:
             run_plan = SweepPlan(workload, list(points), list(req.workload_args), new_run_id(),
-                                 req.timeout, force=req.force,
+                                 req.timeout, force=req.force or req.hosts > 1,  # each host measured
                                  repeat=req.repeat or default_repeats(machine))
             result.run_ids.append(run_plan.run_id)
             try:
@@ -215,14 +349,14 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
                 return
 
 
-def _gate(req: BenchRequest):
-    """The preflight gate for provisioning, run with the bench's remote python; None
-    when --no-preflight."""
+def _gate(req: BenchRequest, ledger):
+    """The preflight gate for provisioning, run with the bench's remote python, its
+    findings kept in the ledger; None when --no-preflight."""
     if not req.preflight:
         return None
-    from gpubench.lifecycle.preflight import check_entry
+    from gpubench.lifecycle.preflight import recorded_gate
 
-    return lambda entry, offer: check_entry(entry, offer, req.remote_python)
+    return recorded_gate(ledger, req.remote_python)
 
 
 class _WithHostFacts:
@@ -312,6 +446,7 @@ def _teardown(req: BenchRequest, name: str, ledger, prov, echo: Echo, result: Be
         down = take_down_entry(ledger, entry, prov, TERMINATE_DEADLINE_S, echo)
         sync_ssh_config(ledger)
     result.cost = None if down.cost is None else down.cost + thrown_away
+    result.machine_cost = down.cost
     result.billed = down.billed
     result.terminated = down.gone
     if down.gone:

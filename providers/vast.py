@@ -249,8 +249,32 @@ def _offer(row: dict, gpus: int | None, interruptible: bool) -> Offer | None:
         gpu_count=count, price_per_hour=float(price), region=row.get("geolocation") or "",
         disk_gb=row.get("disk_space"), interruptible=interruptible, available=1,
         instance_type=f"{count}x {row.get('gpu_name', '')}",
-        extra={"machine_id": row.get("machine_id"), "reliability": row.get("reliability"),
-               "cuda_max_good": row.get("cuda_max_good")})
+        extra=_host_figures(row))
+
+
+# The offer's published host figures that gpubench.offer_checks judges, under Vast.ai's own
+# names, and the ids of the machine and of its host (the machine is what a rented
+# instance runs on: records and the spread across hosts name it).
+HOST_FIGURES = ("pcie_bw", "inet_down", "inet_up", "direct_port_count", "gpu_ram", "gpu_total_ram",
+                "cpu_ram", "cpu_cores_effective", "cuda_max_good")
+
+
+def _host_figures(row: dict) -> dict:
+    extra = {name: _figure(row.get(name)) for name in HOST_FIGURES}
+    # Older answers carry only reliability2 (the same score, the name the CLI's search uses).
+    reliability = row.get("reliability")
+    extra["reliability"] = _figure(reliability if reliability is not None else row.get("reliability2"))
+    for name in ("machine_id", "host_id"):
+        extra[name] = row.get(name) if isinstance(row.get(name), (int, str)) else None
+    return {k: v for k, v in extra.items() if v is not None}
+
+
+def _figure(value) -> float | None:
+    """A published figure as a number; anything else (null, text) is left out, and an
+    offer without a figure is not judged on it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
 
 
 def _mapped_ports(raw: dict) -> dict[int, int]:

@@ -113,3 +113,124 @@ def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, mo
     lines = str(e.value).splitlines()
     assert lines[0] == "the workload exploded"
     assert len(lines) == 2 and lines[1].startswith("error: both is NOT confirmed terminated")
+
+
+# -- what a machine cost, in its records ---------------------------------------------
+
+def test_the_machines_cost_is_added_to_its_records_atomically(tmp_path):
+    import json
+
+    from gpubench.results_billing import add_machine_cost
+
+    store = ResultsStore(tmp_path)
+    for n in range(3):
+        store.append("run-a", {"schema_version": 1, "n": n, "status": "ok"})
+    (tmp_path / "run-b.jsonl").write_text('{"n": 0}\n{"n": 1, "torn')      # a run stopped mid-line
+    warnings = add_machine_cost(tmp_path, ["run-a", "run-b", "run-never"], 1.25, 1.1)
+    records = [json.loads(line) for line in (tmp_path / "run-a.jsonl").read_text().splitlines()]
+    assert [(r["n"], r["estimated_cost"], r["billed_cost"]) for r in records] == \
+        [(0, 1.25, 1.1), (1, 1.25, 1.1), (2, 1.25, 1.1)]
+    # a file with a line that is not a record is left exactly as it was, with a warning
+    assert (tmp_path / "run-b.jsonl").read_text() == '{"n": 0}\n{"n": 1, "torn'
+    assert len(warnings) == 1 and "run-b.jsonl" in warnings[0] and "line 2" in warnings[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-a.jsonl", "run-b.jsonl"]  # no temp left
+    add_machine_cost(tmp_path, ["run-a"], 1.25, None)       # billing not reported: null
+    assert json.loads((tmp_path / "run-a.jsonl").read_text().splitlines()[0])["billed_cost"] is None
+
+
+# -- --hosts K -------------------------------------------------------------------------
+
+def _offer(oid: str, machine: int | None, price: float = 1.0, gpu: str = "H100 SXM"):
+    from gpubench.providers.common import Offer
+
+    extra = {"machine_id": machine} if machine is not None else {}
+    return Offer("vast", oid, gpu, 1, price, available=1, extra=extra)
+
+
+def test_machines_started_at_once_get_disjoint_hosts_and_the_plan_counts_all_of_them():
+    from gpubench import bench_hosts
+    from gpubench.lifecycle.budget import Estimate
+
+    offers = [_offer("a", 1, 1.0), _offer("b", 2, 1.1), _offer("c", 1, 1.2), _offer("d", 3, 1.3),
+              _offer("e", None, 1.4)]
+    first, second = bench_hosts.split_hosts(offers, 2)
+    assert [o.offer_id for o in first] == ["a", "c", "d", "e"]     # machines 1 and 3
+    assert [o.offer_id for o in second] == ["b", "e"]              # machine 2
+    assert [o.offer_id for o in bench_hosts.not_used(offers, {"1"})] == ["b", "d", "e"]
+    with pytest.raises(bench_hosts.NotEnoughHostsError, match="on 3 distinct host"):
+        bench_hosts.check_enough(offers, 4, "vast")
+    bench_hosts.check_enough([_offer("x", None)], 4, "lambda")     # every launch a machine of its own
+    assert [o.offer_id for o in bench_hosts.same_type(offers + [_offer("f", 9, 0.5, "A100")],
+                                                       offers[0])] == list("abcde")
+    plan = bench_mod.BenchPlan(None, offers, Estimate(2, 1800.0, 1.0), 1.0, None, hosts=3)
+    said = plan.describe()
+    assert said.startswith("3 machines of 1x H100 SXM on distinct hosts, about $1.50 for all 3")
+    assert "each stops itself after" in said
+    assert bench_hosts.for_all(plan.estimate, 3).dollars == pytest.approx(1.5)
+
+
+def test_hosts_must_be_a_sensible_count(cli):
+    code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
+                         "--hosts", "0")
+    assert code == 2 and err.strip() == "error: --hosts must be 1 to 16 (got 0)"
+
+
+@pytest.mark.slow
+def test_bench_on_two_hosts_in_turn_records_each_host_and_what_it_cost(cloud, tmp_path, cli):
+    results = tmp_path / "results"
+    results.mkdir()
+    script = tiny_script(tmp_path)
+    code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", str(script),
+                         "--counts", "1", "--hosts", "2", "--name", "bh", "--results", str(results))
+    assert code == 0, (out, err)
+    records = ResultsStore(results).load().records
+    assert len(records) == 2 and all(r["status"] == "ok" for r in records)
+    hosts = {r["host_id"] for r in records}
+    assert len(hosts) == 2 and None not in hosts               # two distinct Vast.ai machines
+    rows = {r.name: r for r in Ledger().entries(include_done=True)}
+    assert {rows["bh-1"].status, rows["bh-2"].status} == {"terminated"}
+    for r in records:
+        machine = Ledger().by_instance("vast", r["instance_id"])
+        assert r["estimated_cost"] == pytest.approx(machine.cost(), rel=1e-6)
+        assert r["billed_cost"] == pytest.approx(machine.billed_cost) and r["billed_cost"] > 0
+    assert "spread across hosts" in out and "what each machine cost" in out
+    assert "bh-1 terminated" in out and "bh-2 terminated" in out
+
+
+@pytest.mark.slow
+def test_bench_on_two_hosts_at_once(cloud, tmp_path, cli):
+    results = tmp_path / "results"
+    results.mkdir()
+    script = tiny_script(tmp_path)
+    code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", str(script),
+                         "--counts", "1", "--hosts", "2", "--parallel", "--name", "bp",
+                         "--results", str(results))
+    assert code == 0, (out, err)
+    records = ResultsStore(results).load().records
+    assert len({r["host_id"] for r in records}) == 2 and len(records) == 2
+    assert "[bp-1] " in out and "[bp-2] " in out
+    assert all(r.status == "terminated" for r in Ledger().entries(include_done=True))
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_parallel_bench_takes_every_machine_down(cloud, tmp_path, cli, monkeypatch):
+    import os
+    import signal
+    import time
+
+    import gpubench.sweep
+
+    def interrupted_then_busy(launcher, plan, store, echo):
+        os.kill(os.getpid(), signal.SIGINT)     # the user presses Ctrl-C
+        for _ in range(200):
+            time.sleep(0.05)
+            echo("still working")               # a worker stops at its next line
+        raise AssertionError("the worker was never told to stop")
+
+    monkeypatch.setattr(gpubench.sweep, "sweep", interrupted_then_busy)
+    code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
+                         "--hosts", "2", "--parallel", "--name", "bc", "--results", str(tmp_path))
+    assert code == 130, (out, err)
+    rows = [r for r in Ledger().entries(include_done=True) if r.name.startswith("bc-")]
+    assert len(rows) == 2 and all(r.status == "terminated" for r in rows)
+    assert "stopping: taking every machine of this bench down" in out

@@ -34,6 +34,8 @@ LAUNCHER = "launcher"  # the launcher that ran it, for what only it knows (a Slu
 #                        id, end state and allocation); absent from other launchers' records
 HOST_CHECK = "host check"  # gpubench's preflight check of a rented machine, in every record of
 #                            a bench on it; absent where no check ran
+BILLING = "billing"  # gpubench once a bench's machine is confirmed gone: what the machine cost,
+#                     added to the records of the runs made on it (gpubench/results_billing.py)
 
 # How the report reads a field out of records (the type of its column).
 LABEL = "label"  # text with few distinct values (names, ids): kept as category codes
@@ -329,8 +331,8 @@ FIELDS: tuple[Field, ...] = (
 
     # ---- the preflight check of the rented machine (gpubench/lifecycle/preflight.py)
     F("host_id", str, "", "the provider's id for the physical machine (Vast.ai's machine_id); "
-      "null where the provider names none", HOST_CHECK),
-    F("instance_id", str, "", "the provider's id for the rented instance", HOST_CHECK),
+      "null where the provider names none", HOST_CHECK, LABEL, ""),
+    F("instance_id", str, "", "the provider's id for the rented instance", HOST_CHECK, LABEL, ""),
     F("gpu_names", list, "", "each GPU's name as nvidia-smi gives it", HOST_CHECK),
     F("gpu_uuids", list, "", "each GPU's UUID, from nvidia-smi", HOST_CHECK),
     F("gpu_topology", str, "", "nvidia-smi topo -m: how the GPUs are connected", HOST_CHECK),
@@ -341,6 +343,12 @@ FIELDS: tuple[Field, ...] = (
       HOST_CHECK),
     F("preflight_checks", dict, "", "each check's result: name -> 'ok: measured (floor: ...)'",
       HOST_CHECK),
+
+    # ---- what the machine cost, once it is gone (a bench's rented machines)
+    F("estimated_cost", float, "$", "the whole machine the run was on, from its price and the time "
+      "from its creation to its confirmed termination", BILLING, NUMBER, None),
+    F("billed_cost", float, "$", "what the provider billed for that machine (RunPod, Vast.ai), "
+      "read after teardown; null where the provider reports none", BILLING, NUMBER, None),
 )
 del F
 

@@ -41,6 +41,11 @@ def bench(
     budget: BudgetOpt = None,
     no_preflight: NoPreflightOpt = False,
     repeat: RepeatOpt = None,
+    hosts: Annotated[int, typer.Option(
+        "--hosts", metavar="K", help="Run the same sweep on K machines of one GPU type, on distinct "
+                                     "hosts; the report shows the spread across them.")] = 1,
+    parallel: Annotated[bool, typer.Option(
+        "--parallel", help="With --hosts: sweep the machines at once, not one after the other.")] = False,
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -56,19 +61,26 @@ def bench(
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
                        name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
-                       budget=budget, preflight=not no_preflight, repeat=repeat)
+                       budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
+                       parallel=parallel)
     plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
-    confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench ({plan.describe()}; "
+    machines = f"a {gpus}-GPU machine" if hosts == 1 else f"{hosts} {gpus}-GPU machines"
+    confirm_or_stop(f"Rent {machines} on {provider} for this bench ({plan.describe()}; "
                     "terminated at the end unless --keep)?",
                     "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     result = run_bench(req, store, out, plan=plan)
 
-    from gpubench.report.render import render_report
+    from gpubench.report.hosts import host_sections
+    from gpubench.report.render import render_report, render_section
 
     records = store.load().records
     for ref in refs:
         out("")
         out(render_report(records, "table", workload=ref.name))
+    ours = [r for r in records if r.get("run_id") in set(result.run_ids)]
+    for section in host_sections(ours):
+        out("")
+        out(render_section(section, "table"))
     if result.budget_stop:
         err(f"error: {result.budget_stop}")
     if not result.all_ok or result.budget_stop:

@@ -51,7 +51,7 @@ def provision(
                            max_price, interruptible, attempts,
                            Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout), max_hours)
     if nodes is not None:
-        _provision_cluster(req, nodes, dry_run, yes, _gate() if preflight else None)
+        _provision_cluster(req, nodes, dry_run, yes, preflight)
         return
     prov, offers = connect_and_plan(req)
     if not dry_run:
@@ -77,7 +77,7 @@ def provision(
     agreed = Agreed.offer(best, any_gpu=any_gpu or bool(gpu_type), max_price=max_price)
     with Ledger() as ledger, _Progress() as progress:
         consent = Consent(agreed, ask=None if yes else progress.ask)
-        outcome = run(prov, req, offers, ledger, progress, gate=_gate() if preflight else None,
+        outcome = run(prov, req, offers, ledger, progress, gate=_gate(ledger) if preflight else None,
                       consent=consent)
     e = outcome.entry
     out(f"ready in {outcome.seconds_to_ready:.1f} s: {e.name} ({provider} {e.instance_id}), "
@@ -92,7 +92,7 @@ def provision(
         out(f"  {outcome.gate.summary()}")
 
 
-def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, gate) -> None:
+def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: bool) -> None:
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle.cluster_provision import (ClusterRequest, check_name_free, connect_and_place,
                                                       member_name, network_line, provision_cluster)
@@ -118,7 +118,8 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, gate) -> None:
                     "not rented: pass --yes to rent without a terminal to confirm on",
                     said_on_no="nothing rented", yes=yes)
     with Ledger() as ledger, _Progress() as progress:
-        outcome = provision_cluster(prov, creq, place, ledger, progress, gate)
+        outcome = provision_cluster(prov, creq, place, ledger, progress,
+                                    _gate(ledger) if preflight else None)
     hosts = outcome.hosts
     out(f"cluster {name} ready in {outcome.seconds_to_ready:.1f} s: {nodes} x {place.describe()} on "
         f"{req.provider} at {format_dollars(outcome.price_per_hour)}/h in all")
@@ -135,10 +136,10 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, gate) -> None:
     out(f"  stop paying: gpubench down {name}")
 
 
-def _gate():
-    from gpubench.lifecycle.preflight import check_entry
+def _gate(ledger):
+    from gpubench.lifecycle.preflight import recorded_gate
 
-    return check_entry
+    return recorded_gate(ledger)
 
 
 class _Progress:

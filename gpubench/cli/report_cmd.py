@@ -118,8 +118,20 @@ def report(
 
     built = build_report(frame, parse_baseline(baseline, frame), failures)
     compare = tuple(compare) if compare else None
-    _print(render(built, fmt, workload, compare, _table_fit(wide, columns)))
-    _write_extras(built, html, plot, plot_formats, compare)
+    fit = _table_fit(wide, columns)
+    _print(render(built, fmt, workload, compare, fit))
+    from gpubench.report.hosts import host_sections
+
+    machines = [] if compare else host_sections(frame, workload)   # spread across hosts, costs
+    if fmt not in ("csv", "json"):
+        from gpubench.report.render import render_section
+
+        from dataclasses import replace
+
+        host_fit = replace(fit, columns=())   # --columns names the report's own columns
+        for section in machines:
+            out("\n" + render_section(section, fmt, host_fit))
+    _write_extras(built, html, plot, plot_formats, compare, machines)
 
 
 def _table_fit(wide: bool, columns: str | None):
@@ -133,7 +145,7 @@ def _table_fit(wide: bool, columns: str | None):
 
 
 def _write_extras(report, html: Path | None, plot: Path | None, plot_formats: tuple[str, ...],
-                  compare: tuple[str, str] | None) -> None:
+                  compare: tuple[str, str] | None, machines: list | None = None) -> None:
     if plot is not None:
         from gpubench.report.plots import write_plots
 
@@ -144,8 +156,8 @@ def _write_extras(report, html: Path | None, plot: Path | None, plot_formats: tu
 
         from gpubench.report.render import comparison
 
-        extra = [comparison(report, compare)[1]] if compare else None
-        write_html(report, html, extra)
+        extra = ([comparison(report, compare)[1]] if compare else []) + list(machines or [])
+        write_html(report, html, extra or None)
         err(f"wrote {html}")
 
 

@@ -54,8 +54,9 @@ EXPECTED_BF16_TFLOPS = {
     "RTX 6000 Ada": 250.0, "RTX 4090": 150.0, "RTX 3090": 60.0,
 }
 MATMUL_FLOOR = 0.7
-# A CPU standing in for GPUs (the mock): any CPU multiplies faster than 1 GFLOP/s.
-CPU_MATMUL_FLOOR_TFLOPS = 1e-3
+# A CPU standing in for GPUs (the mock): any CPU multiplies faster than 10 MFLOP/s, even
+# one shared by several busy processes (a loaded 2-core machine measured 0.95 GFLOP/s).
+CPU_MATMUL_FLOOR_TFLOPS = 1e-5
 # all_reduce bus bandwidth at large sizes, GB/s, where published (nccl-tests on
 # 8-GPU SXM machines); the floor is 0.9x.
 ALLREDUCE_BUSBW = {("H100 SXM", 8): 460.0, ("H200", 8): 460.0, ("A100 SXM", 8): 228.0}
@@ -146,6 +147,37 @@ class GateReport:
             "torch_version": load.get("torch"),
             "cuda_version": load.get("torch_cuda"),
         }
+
+    def ledger_findings(self) -> dict:
+        """What the ledger's `gate` column keeps of this report (see gate_findings)."""
+        return gate_findings(self.expect, self.passed, self.checks, self.seconds, self.stand_in)
+
+
+def gate_findings(expect: Expectation, passed: bool, checks: list[Check], seconds: float,
+                  stand_in: bool = False, at: float | None = None) -> dict:
+    """The gate's verdict as the ledger keeps it (JSON in its `gate` column): passed or
+    not, each failed check with its measured value and floor, every check's line, the
+    host id and the seconds it took. Provider statistics read it (lifecycle/stats.py)."""
+    return {
+        "passed": passed,
+        "failed": [{"check": c.name, **measured_and_floor(c.detail)} for c in checks if not c.ok],
+        "checks": {c.name: ("ok: " if c.ok else "failed: ") + c.detail for c in checks},
+        "host_id": expect.host_id,
+        "instance_id": expect.instance_id,
+        "seconds": round(seconds, 2),
+        "stand_in": stand_in,
+        "at": time.time() if at is None else at,
+    }
+
+
+def measured_and_floor(detail: str) -> dict:
+    """A check's detail split into what was measured and its floor: every check writes
+    '<measured> (floor: <floor>)' where it has a floor."""
+    measured, sep, rest = detail.partition(" (floor: ")
+    if not sep:
+        return {"measured": detail, "floor": None}
+    floor = rest[:-1] if rest.endswith(")") else rest
+    return {"measured": measured, "floor": floor}
 
 
 # -- reading nvidia-smi's answers ---------------------------------------------------
@@ -441,13 +473,37 @@ def check_entry(entry, offer=None, python: str = "python3", wait: float = CONNEC
         conn.close()
 
 
+def record(ledger, entry, findings: dict) -> None:
+    """Keep the gate's findings in the machine's ledger row (its `gate` column)."""
+    ledger.update(entry.row_id, gate=json.dumps(findings, sort_keys=True))
+
+
+def recorded_gate(ledger, python: str = "python3"):
+    """provision's gate (Gate): check_entry, with its findings kept in the ledger row,
+    a gate that could not run included (as a failed "run" check)."""
+
+    def gate(entry, offer=None) -> GateReport:
+        started = time.monotonic()
+        try:
+            report = check_entry(entry, offer, python)
+        except PreflightError as e:
+            record(ledger, entry, gate_findings(expectation_for(entry, offer), False,
+                                                [Check("run", False, str(e))],
+                                                time.monotonic() - started))
+            raise
+        record(ledger, entry, report.ledger_findings())
+        return report
+
+    return gate
+
 
 def check_named(name: str, python: str = "python3") -> GateReport:
-    """The gate on a machine the ledger knows by `name` (run --on NAME --preflight)."""
+    """The gate on a machine the ledger knows by `name` (run --on NAME --preflight);
+    its findings are kept in the machine's ledger row."""
     from gpubench.lifecycle.ledger import Ledger
 
     with Ledger() as ledger:
         entry = ledger.find(name)      # a one-line error for an unknown name
-    if not entry.may_answer_ssh:
-        raise PreflightError(f"{name} is {entry.status} (see 'gpubench ls'): nothing to check")
-    return check_entry(entry, python=python)
+        if not entry.may_answer_ssh:
+            raise PreflightError(f"{name} is {entry.status} (see 'gpubench ls'): nothing to check")
+        return recorded_gate(ledger, python)(entry)

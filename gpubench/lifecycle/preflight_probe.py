@@ -236,7 +236,7 @@ def cpu_load(torch, args):
     n = int(args.get("cpu_matmul_n", 256))
     rate = timed_matmul(torch, torch.device("cpu"), n, torch.float32, 20, lambda: None)
     if mock_fault() == "slow-matmul":
-        rate /= 1e4          # a slow card, which the mock's CPU cannot be made into
+        rate /= 1e5          # a slow card, which the mock's CPU cannot be made into
     hold(torch, [torch.device("cpu")], n, min(float(args.get("hold_s", 1.5)), 0.5), lambda: None)
     return {"device": "cpu", "gpus": 0, "nccl": None, "matmul_tflops": [rate],
             "matmul_dtype": "fp32", "h2d_gbps": None}

@@ -136,7 +136,8 @@ class VastOffer:
             "gpu_display_active": False, "gpu_mem_bw": 2000.0, "gpu_max_power": 400.0,
             "gpu_max_temp": 85.0, "gpu_lanes": 16, "bw_nvlink": 0.0, "compute_cap": 800,
             "cpu_name": "AMD EPYC 7B13", "cpu_arch": "amd64", "cpu_cores": 16 * self.count,
-            "cpu_cores_effective": 16.0 * self.count, "cpu_ghz": 3.0, "cpu_ram": 64000 * self.count,
+            "cpu_cores_effective": 16.0 * self.count, "cpu_ghz": 3.0,
+            "cpu_ram": max(64000, 2 * g.memory_gb * 1024) * self.count,  # >= the GPUs' memory, as real hosts
             "disk_space": 500.0, "disk_bw": 2000.0, "disk_name": "nvme",
             "cuda_max_good": float(g.cuda), "driver_version": "570.86.15", "driver_vers": 570086015,
             "dph_base": round(price, 4), "dph_total": total, "dph_total_adj": total,

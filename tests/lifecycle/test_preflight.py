@@ -183,7 +183,7 @@ def test_a_cpu_standing_in_for_gpus_says_so_and_passes():
     report = preflight.GateReport(checks, facts, Expectation("H100 SXM", 2), 3.0)
     assert report.summary().endswith("(a CPU stands in for the GPUs)")
     facts["load"]["matmul_tflops"] = [1e-6]
-    assert "floor: 1 GFLOP/s" in failed(facts, Expectation("H100 SXM", 2))["matmul"]
+    assert "floor: 0.01 GFLOP/s" in failed(facts, Expectation("H100 SXM", 2))["matmul"]
 
 
 def test_no_driver_and_a_garbled_answer():

@@ -169,3 +169,30 @@ def test_a_missing_python_is_the_users_and_terminates_without_replacing(no_ssh):
     with Ledger() as ledger, pytest.raises(PreflightPythonError):
         _run(cloud, ledger, gate)
     assert cloud.instances == {} and cloud.terminate_calls >= 1
+
+
+def test_the_gates_findings_are_kept_in_each_machines_ledger_row(no_ssh, monkeypatch):
+    from gpubench.lifecycle import preflight
+
+    cloud = Booting()
+    answers = iter([PreflightError("the preflight probe gave no answer: killed"),
+                    _report(False, "pcie"), _report(True)])
+
+    def check_entry(entry, offer=None, python="python3"):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(preflight, "check_entry", check_entry)
+    with Ledger() as ledger:
+        outcome, _ = _run(cloud, ledger, preflight.recorded_gate(ledger))
+        gates = {r.instance_id: json.loads(r.gate) for r in ledger.entries(include_done=True)}
+    assert outcome.entry.instance_id == "i3"
+    assert gates["i1"]["passed"] is False and gates["i1"]["failed"] == [
+        {"check": "run", "measured": "the preflight probe gave no answer: killed", "floor": None}]
+    assert gates["i2"]["failed"] == [{"check": "pcie", "floor": "no HW slowdown, ...",
+                                      "measured": "GPU 0 under load: HW thermal slowdown (0x40)"}]
+    assert gates["i3"]["passed"] is True and gates["i3"]["failed"] == []
+    assert gates["i3"]["checks"] == {"gpus": "ok: 1x H100", "throttle": "ok: no slowdown"}
+    assert {"host_id", "instance_id", "seconds", "at"} <= set(gates["i3"])

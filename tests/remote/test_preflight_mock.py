@@ -5,6 +5,7 @@ the next, and run --on --preflight asking before it uses a machine that fails.""
 from __future__ import annotations
 
 import getpass
+import json
 
 import pytest
 
@@ -83,6 +84,12 @@ def test_bench_replaces_a_bad_host_and_completes_on_the_next(cloud, tmp_path, cl
     assert [r.status for r in rows] == ["terminated", "terminated"]
     bad, good = sorted(rows, key=lambda r: r.row_id)
     assert bad.note.startswith("preflight failed: throttle") and bad.terminated_confirmed_at
+    # the gate's findings in their own ledger column, for the provider statistics
+    bad_gate, good_gate = json.loads(bad.gate), json.loads(good.gate)
+    assert bad_gate["passed"] is False and [f["check"] for f in bad_gate["failed"]] == ["throttle"]
+    assert "0x40" in bad_gate["failed"][0]["measured"] and bad_gate["failed"][0]["floor"]
+    assert good_gate["passed"] is True and good_gate["instance_id"] == good.instance_id
+    assert good_gate["seconds"] > 0
     assert "pb terminated; the whole bench cost $" in out   # the thrown-away host included
     [record] = ResultsStore(results).load().records
     assert record["status"] == "ok" and record["instance_id"] == good.instance_id
@@ -105,6 +112,7 @@ def test_run_on_a_machine_that_fails_warns_and_asks(cloud, tmp_path, cli):
     code, out, err = cli(*argv)      # no terminal to ask on: not run
     assert code == 2 and "warning: ro: preflight failed: shm: /dev/shm 64 MB" in err
     assert "not run: ro failed the preflight check (pass --yes to run on it anyway)" in err
+    assert [f["check"] for f in json.loads(Ledger().find("ro").gate)["failed"]] == ["shm"]
     code, out, err = cli(*argv, "--yes")
     assert code in (0, None), err
     records = ResultsStore(tmp_path / "r").load().records

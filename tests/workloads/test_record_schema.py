@@ -46,7 +46,7 @@ def test_every_entry_is_well_formed():
     assert len(names) == len(set(names))
     for f in record_schema.FIELDS:
         assert f.filled_by in (WORKLOAD, GPUBENCH, BOTH, REPORT, record_schema.LAUNCHER,
-                               record_schema.HOST_CHECK), f.name
+                               record_schema.HOST_CHECK, record_schema.BILLING), f.name
         assert f.read_as in (None, record_schema.LABEL, record_schema.NUMBER, record_schema.TEXT), f.name
         assert f.column in (None, record_schema.EVERY_ROW, record_schema.FAILED_ROWS), f.name
         assert f.meaning and "\n" not in f.meaning, f.name
