@@ -101,6 +101,7 @@ def report(
         from gpubench.report.render import render_report
 
         out(render_report(frame, fmt))  # an empty list for the program reading it
+        _say_skipped(loaded.warnings)
         return
     if frame.empty:
         what = "matching these filters " if (run or since) else ""
@@ -112,6 +113,14 @@ def report(
     compare = tuple(compare) if compare else None
     _print(render(built, fmt, workload, compare))
     _write_extras(built, html, plot, plot_formats, compare)
+    _say_skipped(loaded.warnings)
+
+
+def _say_skipped(warnings: list[str]) -> None:
+    from gpubench.results import load_summary
+
+    if (summary := load_summary(warnings)) is not None:
+        err(f"warning: {summary}")
 
 
 def _write_extras(report, html: Path | None, plot: Path | None, plot_formats: tuple[str, ...],
