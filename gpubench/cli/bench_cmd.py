@@ -7,11 +7,12 @@ from typing import Annotated, Optional
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt,
-                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, NoPreflightOpt, ProviderArg,
-                                  RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
-                                  WorkdirOpt, WorkloadArgsArg, YesOpt)
-from gpubench.cli.render import err, out
+from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
+                                  GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
+                                  NoPreflightOpt, ProviderArg, RemotePythonOpt, RepeatOpt, ResultsOpt,
+                                  RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
+from gpubench.cli.output import output_for, run_document, say_load_warnings
+from gpubench.cli.render import err
 
 
 def bench(
@@ -41,6 +42,7 @@ def bench(
     budget: BudgetOpt = None,
     no_preflight: NoPreflightOpt = False,
     repeat: RepeatOpt = None,
+    fmt: DocumentFormatOpt = "table",
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -48,6 +50,8 @@ def bench(
     from gpubench.results import ResultsStore
     from gpubench.sweep import parse_counts
 
+    output = output_for(fmt)
+    out = output.say
     refs = suite.resolve_list(workload, workdir)
     for ref in refs:  # before anything is rented
         suite.check_args(ref, list(workload_args or []))
@@ -58,17 +62,23 @@ def bench(
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
                        budget=budget, preflight=not no_preflight, repeat=repeat)
     plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
-    confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench ({plan.describe()}; "
-                    "terminated at the end unless --keep)?",
-                    "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
+    with output.prompts():
+        confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench ({plan.describe()}; "
+                        "terminated at the end unless --keep)?",
+                        "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     result = run_bench(req, store, out, plan=plan)
 
     from gpubench.report.render import render_report
 
-    records = store.load().records
+    loaded = store.load()
     for ref in refs:
         out("")
-        out(render_report(records, "table", workload=ref.name))
+        out(render_report(loaded.records, "table", workload=ref.name))
+    say_load_warnings(loaded.warnings)
+    output.emit(run_document(result.run_ids, result.records, store, loaded.records, [r.name for r in refs],
+                             all_ok=result.all_ok, budget_stop=result.budget_stop, instance=result.name,
+                             instance_id=result.instance_id, cost=result.cost, billed=result.billed,
+                             terminated=result.terminated, kept=result.kept))
     if result.budget_stop:
         err(f"error: {result.budget_stop}")
     if not result.all_ok or result.budget_stop:

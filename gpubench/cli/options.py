@@ -113,3 +113,7 @@ FORMAT_HELP = f"{spoken(FORMATS)}."
 
 ResultsOpt = Annotated[Optional[Path], typer.Option("--results", help=RESULTS_HELP)]
 FormatOpt = Annotated[str, typer.Option("--format", help=FORMAT_HELP)]
+# A command whose data is one document (what was rented, taken down, run): words, or
+# one JSON document on stdout with the progress on stderr.
+DOCUMENT_FORMAT_HELP = "table (words for people) or json (one document on stdout; progress on stderr)."
+DocumentFormatOpt = Annotated[str, typer.Option("--format", help=DOCUMENT_FORMAT_HELP)]

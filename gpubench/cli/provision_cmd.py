@@ -8,10 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
-                                  MaxHoursOpt, MaxPriceOpt, NameOpt, PreflightOpt, ProviderArg,
+from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, DocumentFormatOpt, GpuTypeOpt, ImageOpt,
+                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, PreflightOpt, ProviderArg,
                                   SshTimeoutOpt, YesOpt)
-from gpubench.cli.render import err, format_dollars, out
+from gpubench.cli.output import entry_document, offer_document, output_for
+from gpubench.cli.render import err, format_dollars
 
 
 def provision(
@@ -33,6 +34,7 @@ def provision(
     ssh_timeout: SshTimeoutOpt = 300.0,
     max_hours: MaxHoursOpt = None,
     preflight: PreflightOpt = False,
+    fmt: DocumentFormatOpt = "table",
 ) -> None:
     """Rent a machine with GPUS GPUs, wait until SSH answers, and print how to reach it."""
     from gpubench.lifecycle import fleet
@@ -41,6 +43,8 @@ def provision(
                                               connect_and_plan, provision as run)
     from gpubench.lifecycle.sshconfig import include_hint
 
+    output = output_for(fmt)
+    out = output.say
     req = ProvisionRequest(provider, gpus, gpu_type, disk, image or DEFAULT_IMAGE, region, name,
                            max_price, interruptible, attempts,
                            Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout), max_hours)
@@ -58,12 +62,14 @@ def provision(
             out(f"  then: {alt.gpu_count}x {alt.gpu_name} ({alt.instance_type or alt.offer_id}) "
                 f"at {format_dollars(alt.price_per_hour)}/h")
         out("dry run: nothing rented")
+        output.emit({"dry_run": True, "offers": [offer_document(o) for o in offers[:attempts]]})
         return
     stops = (f", stopping itself after {max_hours:g} h unless a gpubench run is active on it"
              if max_hours else "")
-    confirm_or_stop(f"Rent it for {format_dollars(best.price_per_hour)}/h{stops}?",
-                    "not rented: pass --yes to rent without a terminal to confirm on",
-                    said_on_no="nothing rented", yes=yes)
+    with output.prompts():
+        confirm_or_stop(f"Rent it for {format_dollars(best.price_per_hour)}/h{stops}?",
+                        "not rented: pass --yes to rent without a terminal to confirm on",
+                        said_on_no="nothing rented", yes=yes)
     with Ledger() as ledger, _Progress() as progress:
         outcome = run(prov, req, offers, ledger, progress, gate=_gate() if preflight else None)
     e = outcome.entry
@@ -77,6 +83,9 @@ def provision(
     out(f"  stop paying: gpubench down {e.name}")
     if outcome.gate is not None:
         out(f"  {outcome.gate.summary()}")
+    output.emit({"instance": entry_document(e), "seconds_to_ready": round(outcome.seconds_to_ready, 3),
+                 "offer": offer_document(outcome.offer), "failed_attempts": outcome.attempts,
+                 "preflight": outcome.gate.summary() if outcome.gate is not None else None})
 
 
 def _gate():
