@@ -8,7 +8,7 @@ import sys
 import typer
 
 from gpubench import __version__
-from gpubench.cli import (bench_cmd, down_cmd, logs_cmd, ls_cmd, mock_cmd, offers_cmd,
+from gpubench.cli import (bench_cmd, config_cmd, down_cmd, logs_cmd, ls_cmd, mock_cmd, offers_cmd,
                           provision_cmd, report_cmd, run_cmd, ssh_cmd, workloads_cmd)
 from gpubench.cli.render import err
 from gpubench.errors import GpubenchError
@@ -48,6 +48,7 @@ ls_cmd.register(app)
 down_cmd.register(app)
 ssh_cmd.register(app)
 bench_cmd.register(app)
+config_cmd.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

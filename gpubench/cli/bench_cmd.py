@@ -13,9 +13,11 @@ from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOp
                                   RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.render import err
+from gpubench.cli.settings import flags_or_defaults
 
 
 def bench(
+    ctx: typer.Context,
     provider: ProviderArg,
     gpus: MachineGpusOpt,
     workload: Annotated[str, typer.Option(
@@ -52,6 +54,9 @@ def bench(
 
     output = output_for(fmt)
     out = output.say
+    gpu_type, max_price, image, disk, remote_python, results = flags_or_defaults(
+        ctx, gpu_type=gpu_type, max_price=max_price, image=image, disk=disk, remote_python=remote_python,
+        results=results)
     refs = suite.resolve_list(workload, workdir)
     for ref in refs:  # before anything is rented
         suite.check_args(ref, list(workload_args or []))
@@ -75,10 +80,11 @@ def bench(
         out("")
         out(render_report(loaded.records, "table", workload=ref.name))
     say_load_warnings(loaded.warnings)
-    output.emit(run_document(result.run_ids, result.records, store, loaded.records, [r.name for r in refs],
-                             all_ok=result.all_ok, budget_stop=result.budget_stop, instance=result.name,
-                             instance_id=result.instance_id, cost=result.cost, billed=result.billed,
-                             terminated=result.terminated, kept=result.kept))
+    if output.as_json:  # the report again, for programs (its notes, once more, on stderr)
+        output.emit(run_document(result.run_ids, result.records, store, loaded.records, [r.name for r in refs],
+                                 all_ok=result.all_ok, budget_stop=result.budget_stop, instance=result.name,
+                                 instance_id=result.instance_id, cost=result.cost, billed=result.billed,
+                                 terminated=result.terminated, kept=result.kept))
     if result.budget_stop:
         err(f"error: {result.budget_stop}")
     if not result.all_ok or result.budget_stop:

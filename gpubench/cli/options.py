@@ -108,7 +108,7 @@ GONE_TIMEOUT_HELP = "Seconds to wait for each instance to be gone."
 GoneTimeoutOpt = Annotated[float, typer.Option("--timeout", help=GONE_TIMEOUT_HELP)]
 
 # Results and output.
-RESULTS_HELP = "Results directory [default: ./results]."
+RESULTS_HELP = "Results directory [default: [defaults] results in config.toml, else ./results]."
 FORMAT_HELP = f"{spoken(FORMATS)}."
 
 ResultsOpt = Annotated[Optional[Path], typer.Option("--results", help=RESULTS_HELP)]

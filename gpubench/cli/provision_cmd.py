@@ -13,9 +13,11 @@ from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, DiskOpt, Document
                                   SshTimeoutOpt, YesOpt)
 from gpubench.cli.output import entry_document, offer_document, output_for
 from gpubench.cli.render import err, format_dollars
+from gpubench.cli.settings import flags_or_defaults
 
 
 def provision(
+    ctx: typer.Context,
     provider: ProviderArg,
     gpus: MachineGpusOpt,
     gpu_type: GpuTypeOpt = None,
@@ -45,6 +47,8 @@ def provision(
 
     output = output_for(fmt)
     out = output.say
+    gpu_type, max_price, region, image, disk = flags_or_defaults(
+        ctx, gpu_type=gpu_type, max_price=max_price, region=region, image=image, disk=disk)
     req = ProvisionRequest(provider, gpus, gpu_type, disk, image or DEFAULT_IMAGE, region, name,
                            max_price, interruptible, attempts,
                            Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout), max_hours)

@@ -85,6 +85,9 @@ def report(
     from gpubench.report.cache import load_frame_cached
     from gpubench.report.filters import filter_records, only_workload, parse_since
 
+    from gpubench.cli.settings import flag_or_default
+
+    results = flag_or_default("results", results)
     where = str(results or "results")
     since_text = parse_since(since) if since else None
     loaded = load_frame_cached(ResultsStore.existing(results))

@@ -12,11 +12,13 @@ from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, Pre
                                   RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt,
                                   WorkloadArgsArg)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
+from gpubench.cli.settings import flags_or_defaults
 from gpubench.errors import UsageError
 
 
 
 def run(
+    ctx: typer.Context,
     workload: Annotated[str, typer.Argument(
         help="A suite workload (see 'gpubench workloads') or a .py script.")],
     workload_args: WorkloadArgsArg = None,
@@ -95,6 +97,7 @@ def run(
 
     output = output_for(fmt)
     out = output.say
+    results, remote_python = flags_or_defaults(ctx, results=results, remote_python=remote_python)
     on_slurm = on is not None and (on == "slurm" or on.startswith("slurm:"))
     slurm_flags = {"--partition": partition, "--account": account, "--reservation": reservation,
                    "--qos": qos, "--time": time_limit, "--constraint": constraint,
@@ -156,8 +159,9 @@ def run(
     loaded = store.load()
     out(render_report(loaded.records, "table", workload=ref.name))
     say_load_warnings(loaded.warnings)
-    output.emit(run_document([plan.run_id], result.records, store, loaded.records, [ref.name],
-                             all_ok=result.all_ok))
+    if output.as_json:  # the report again, for programs (its notes, once more, on stderr)
+        output.emit(run_document([plan.run_id], result.records, store, loaded.records, [ref.name],
+                                 all_ok=result.all_ok))
     if not result.all_ok:
         raise typer.Exit(1)
 

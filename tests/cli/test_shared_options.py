@@ -45,7 +45,7 @@ USES = {
     "GoneTimeoutOpt": {"down"},
     "ResultsOpt": {"run", "bench", "report", "logs"},
     "FormatOpt": {"offers", "ls", "report", "workloads"},
-    "DocumentFormatOpt": {"provision", "down", "bench", "run"},
+    "DocumentFormatOpt": {"provision", "down", "bench", "run", "config"},
     "NoPreflightOpt": {"bench"},
     "PreflightOpt": {"provision", "run"},
     "ProceedOpt": {"run"},
