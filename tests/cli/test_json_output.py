@@ -102,3 +102,18 @@ def test_bench_summary_as_json(cloud, tmp_path, cli):
     assert (doc["instance"], doc["terminated"], doc["all_ok"]) == ("bj", True, True)
     assert [r["gpu_count"] for r in doc["records"]] == [1, 2] and doc["cost"] >= 0
     assert "bj terminated" in err
+
+
+@pytest.mark.slow
+def test_ls_speaks_one_vocabulary_with_each_providers_word_beside_it(cloud, cli):
+    for provider in ("lambda", "runpod"):
+        code, out, err = cli("provision", provider, "--gpus", "1", "--name", f"v-{provider}", "--yes")
+        assert code == 0, err
+    code, out, err = cli("ls", "--format", "json")
+    assert code == 0, err
+    rows = {r["name"]: (r["status"], r["provider_status"]) for r in json.loads(out)}
+    assert rows == {"v-lambda": ("ready", "active"), "v-runpod": ("ready", "RUNNING")}
+    code, out, err = cli("ls")
+    assert "provider says" in out and "active" in out and "RUNNING" in out
+    code, out, err = cli("down", "--all", "--yes")
+    assert code == 0, err
