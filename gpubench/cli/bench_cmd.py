@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -23,6 +23,9 @@ def bench(
     workload: Annotated[str, typer.Option(
         "--workload", help="Workloads to sweep, e.g. mnist-ddp,gpt-ddp.")],
     workload_args: WorkloadArgsArg = None,
+    per_workload: Annotated[Optional[List[str]], typer.Option(
+        "--args", metavar="NAME=ARGS", help="Arguments for one workload only, as NAME=\"ARGS\" (repeatable), "
+                       "e.g. --args gpt-ddp=\"--n-layer 2\"; those after -- go to every workload.")] = None,
     counts: Annotated[Optional[str], typer.Option(
         "--counts", help="GPU counts to sweep [default: 1 and powers of two up to --gpus].")] = None,
     gpu_type: GpuTypeOpt = None,
@@ -58,14 +61,16 @@ def bench(
         ctx, gpu_type=gpu_type, max_price=max_price, image=image, disk=disk, remote_python=remote_python,
         results=results)
     refs = suite.resolve_list(workload, workdir)
+    own_args = suite.parse_per_workload_args(list(per_workload or []), refs)
     for ref in refs:  # before anything is rented
-        suite.check_args(ref, list(workload_args or []))
+        suite.check_args(ref, suite.args_for(ref, list(workload_args or []), own_args))
     store = ResultsStore.for_writing(results)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
                        name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
-                       budget=budget, preflight=not no_preflight, repeat=repeat)
+                       budget=budget, preflight=not no_preflight, repeat=repeat,
+                       per_workload_args=own_args)
     plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
     with output.prompts():
         confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench ({plan.describe()}; "
