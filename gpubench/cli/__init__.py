@@ -17,7 +17,7 @@ app = typer.Typer(
     name="gpubench",
     help="Benchmark PyTorch DDP workloads across GPU counts and cloud providers.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )

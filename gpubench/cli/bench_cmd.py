@@ -13,6 +13,7 @@ from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOp
                                   RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.render import err
+from gpubench.cli.completion import workload_arg_names, workload_list
 from gpubench.cli.settings import flags_or_defaults
 
 
@@ -21,10 +22,10 @@ def bench(
     provider: ProviderArg,
     gpus: MachineGpusOpt,
     workload: Annotated[str, typer.Option(
-        "--workload", help="Workloads to sweep, e.g. mnist-ddp,gpt-ddp.")],
+        "--workload", help="Workloads to sweep, e.g. mnist-ddp,gpt-ddp.", autocompletion=workload_list)],
     workload_args: WorkloadArgsArg = None,
     per_workload: Annotated[Optional[List[str]], typer.Option(
-        "--args", metavar="NAME=ARGS", help="Arguments for one workload only, as NAME=\"ARGS\" (repeatable), "
+        "--args", metavar="NAME=ARGS", autocompletion=workload_arg_names, help="Arguments for one workload only, as NAME=\"ARGS\" (repeatable), "
                        "e.g. --args gpt-ddp=\"--n-layer 2\"; those after -- go to every workload.")] = None,
     counts: Annotated[Optional[str], typer.Option(
         "--counts", help="GPU counts to sweep [default: 1 and powers of two up to --gpus].")] = None,

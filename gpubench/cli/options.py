@@ -19,6 +19,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from gpubench.cli.completion import provider_names
 from gpubench.format import FORMATS, spoken
 from gpubench.providers import registry
 
@@ -27,8 +28,9 @@ from gpubench.providers import registry
 PROVIDER_HELP = f"{registry.help_names()}."
 PROVIDERS_HELP = f"Any of {registry.help_names()} [default: all]."
 
-ProviderArg = Annotated[str, typer.Argument(help=PROVIDER_HELP)]
-ProvidersArg = Annotated[Optional[List[str]], typer.Argument(metavar="[PROVIDER]...", help=PROVIDERS_HELP)]
+ProviderArg = Annotated[str, typer.Argument(help=PROVIDER_HELP, autocompletion=provider_names)]
+ProvidersArg = Annotated[Optional[List[str]], typer.Argument(metavar="[PROVIDER]...", help=PROVIDERS_HELP,
+                                                             autocompletion=provider_names)]
 
 # The machine to rent (provision, bench) or to look for (offers).
 MACHINE_GPUS_HELP = "GPUs on the machine."

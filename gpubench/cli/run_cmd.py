@@ -12,6 +12,7 @@ from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, Pre
                                   RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt,
                                   WorkloadArgsArg)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
+from gpubench.cli.completion import workload_names
 from gpubench.cli.settings import flags_or_defaults
 from gpubench.errors import UsageError
 
@@ -20,7 +21,8 @@ from gpubench.errors import UsageError
 def run(
     ctx: typer.Context,
     workload: Annotated[str, typer.Argument(
-        help="A suite workload (see 'gpubench workloads') or a .py script.")],
+        help="A suite workload (see 'gpubench workloads') or a .py script.",
+        autocompletion=workload_names)],
     workload_args: WorkloadArgsArg = None,
     gpus: GpuCountsOpt = None,
     on: Annotated[Optional[str], typer.Option(
