@@ -74,6 +74,7 @@ class BenchRequest:
     repeat: int | None = None         # runs of each count; None: the sweep's default for the machine
     hosts: int = 1                    # machines of one GPU type, on distinct hosts, to sweep on
     parallel: bool = False            # sweep them at once rather than one after the other
+    per_workload_args: dict[str, list[str]] = field(default_factory=dict)  # --args NAME="ARGS"
 
 
 @dataclass
@@ -329,6 +330,7 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
     from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.lifecycle.budget import BudgetReached
     from gpubench.remote.targets import host_from_entry
+    from gpubench.suite import args_for
     from gpubench.sweep import SweepPlan, default_points, default_repeats, on_one_node, sweep
 
     options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
@@ -337,7 +339,8 @@ def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: B
         machine = launcher.machine()
         points = on_one_node(req.counts) if req.counts else default_points(machine)
         for workload in req.workloads:
-            run_plan = SweepPlan(workload, list(points), list(req.workload_args), new_run_id(),
+            run_plan = SweepPlan(workload, list(points),
+                                 args_for(workload, req.workload_args, req.per_workload_args), new_run_id(),
                                  req.timeout, force=req.force or req.hosts > 1,  # each host measured
                                  repeat=req.repeat or default_repeats(machine))
             result.run_ids.append(run_plan.run_id)

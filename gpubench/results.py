@@ -3,7 +3,10 @@
 Each sweep appends to a file of its own, with an fsync after every record, and
 no file is ever rewritten. A run killed mid-write can leave a torn last line;
 the reader skips that one with a warning. Any other undecodable line is
-corruption and is reported, never silently dropped.
+corruption: it is skipped with a warning naming file:line (the first few of a
+file; the rest are counted), and the other records still load, so one bad line
+never blocks a report. `load_summary` counts what was skipped, for the end of
+a command's output.
 
 Reading is built for long histories: lines are parsed with orjson when it is
 installed (the standard library decides any line orjson refuses, so both
@@ -16,6 +19,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import secrets
 import time
 from contextlib import contextmanager
@@ -45,11 +49,16 @@ class ResultsStore:
 
     @classmethod
     def for_writing(cls, directory: Path | None) -> "ResultsStore":
-        """The default directory is created on first use; one the user named must exist."""
-        if directory is None:
-            DEFAULT_DIR.mkdir(exist_ok=True)
-            return cls(DEFAULT_DIR)
-        return cls.existing(directory)
+        """The directory (the default one, or the one the user named) is created on
+        first use, with its parents; a path that is a file is refused."""
+        directory = Path(directory) if directory is not None else DEFAULT_DIR
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ResultsError(f"results directory {directory} is not a directory") from None
+        except OSError as e:
+            raise ResultsError(f"cannot create results directory {directory}: {e.strerror}") from None
+        return cls(directory)
 
     @classmethod
     def existing(cls, directory: Path | None) -> "ResultsStore":
@@ -116,6 +125,32 @@ def _json_loads():
     return orjson.loads
 
 
+# Corrupt lines of one file said one by one; past these, they are counted in one line.
+CORRUPT_LINES_SAID = 5
+_CORRUPT = "skipped a corrupt line (not a JSON object record)"
+_MORE_CORRUPT = re.compile(r": skipped (\d+) more corrupt lines?$")
+
+
+def corrupt_lines(warnings: list[str]) -> int:
+    """How many corrupt lines the load warnings speak of (loads and the report
+    cache keep only the warnings, so the count is read back from them)."""
+    count = 0
+    for warning in warnings:
+        if warning.endswith(_CORRUPT):
+            count += 1
+        elif (more := _MORE_CORRUPT.search(warning)) is not None:
+            count += int(more.group(1))
+    return count
+
+
+def load_summary(warnings: list[str]) -> str | None:
+    """'skipped 2 corrupt lines in the results': the line a command ends with, or None."""
+    count = corrupt_lines(warnings)
+    if not count:
+        return None
+    return f"skipped {count} corrupt line{'s' if count != 1 else ''} in the results (see the warnings above)"
+
+
 def _load_file(path: Path, out: LoadedRecords) -> None:
     try:
         data = path.read_bytes()
@@ -125,6 +160,7 @@ def _load_file(path: Path, out: LoadedRecords) -> None:
     lines = data.split(b"\n")
     torn_tail = not data.endswith(b"\n")  # the last element is a partial line or b""
     records = out.records
+    corrupt = 0
     for number, raw in enumerate(lines, start=1):
         try:
             record = loads(raw)
@@ -137,11 +173,16 @@ def _load_file(path: Path, out: LoadedRecords) -> None:
                 out.warnings.append(f"{path}:{number}: skipped a truncated last line "
                                     "(a run stopped while writing it)")
                 continue
-            raise ResultsError(f"{path}:{number}: corrupt result record (not a JSON object); "
-                               "fix or remove that line") from None
+            corrupt += 1
+            if corrupt <= CORRUPT_LINES_SAID:
+                out.warnings.append(f"{path}:{number}: {_CORRUPT}")
+            continue
         if "schema_version" not in record:
             record["schema_version"] = 0
         records.append(record)
+    if corrupt > CORRUPT_LINES_SAID:
+        more = corrupt - CORRUPT_LINES_SAID
+        out.warnings.append(f"{path}: skipped {more} more corrupt line{'s' if more != 1 else ''}")
 
 
 _BLANK = object()

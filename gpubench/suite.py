@@ -204,3 +204,34 @@ def tree_sha256(root: Path, skip: tuple[Path, ...] = ()) -> str:
             except OSError:
                 continue
     return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- arguments
+def parse_per_workload_args(specs: list[str], refs: list[WorkloadRef]) -> dict[str, list[str]]:
+    """`--args gpt-ddp="--n-layer 2"` (repeatable) as {workload name: its arguments}:
+    NAME=ARGS, ARGS split as a shell would. NAME is one of the workloads being run
+    (a script as it was given, however it is spelled); a second --args for the same
+    workload adds to the first. Anything else is one UsageError line."""
+    import shlex
+
+    names = [ref.name for ref in refs]
+    chosen: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--args: '{spec}' is not NAME=ARGS (e.g. --args gpt-ddp=\"--n-layer 2\")")
+        name = canonical_name(name.strip())
+        if name not in names:
+            raise UsageError(f"--args: '{name}' is not a workload of this run "
+                             f"(--workload names {', '.join(names)})")
+        try:
+            chosen.setdefault(name, []).extend(shlex.split(text))
+        except ValueError as e:   # an unclosed quote
+            raise UsageError(f"--args {name}: cannot split '{text}': {e}") from None
+    return chosen
+
+
+def args_for(ref: WorkloadRef, common: list[str], per_workload: dict[str, list[str]]) -> list[str]:
+    """A workload's arguments: those after -- (every workload's), then its own from
+    --args (a flag given twice: its own, later, is the one argparse keeps)."""
+    return [*common, *per_workload.get(ref.name, [])]

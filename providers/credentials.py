@@ -135,20 +135,39 @@ def _usable(key: str, source: str) -> str:
 
 def api_key(entry: "ProviderEntry") -> str:
     """The first key found for the provider, or MissingKeyError naming where to put one."""
+    found = _find_key(entry)
+    if found is None:
+        raise MissingKeyError(entry.name, "credentials", where_to_put_key(entry))
+    key, source = found
+    return _usable(key, source)
+
+
+def key_source(entry: "ProviderEntry") -> str | None:
+    """Where the provider's key would be read from ($VAR, a file, config.toml), or
+    None when there is none: for saying whether a key is set, never what it is."""
+    found = _find_key(entry)
+    return None if found is None else found[1]
+
+
+def where_to_put_key(entry: "ProviderEntry") -> str:
+    return (f"set {entry.key_var}, or api_key under [{entry.name}] in "
+            f"{paths.config_dir() / 'config.toml'}")
+
+
+def _find_key(entry: "ProviderEntry") -> tuple[str, str] | None:
+    """(key, where it was found) from the first source that has one."""
     if os.environ.get(entry.key_var, "").strip():
-        return _usable(os.environ[entry.key_var].strip(), f"${entry.key_var}")
+        return os.environ[entry.key_var].strip(), f"${entry.key_var}"
     for key_file in entry.key_files:
         path = key_file.path()
         try:
             if path.is_file():
                 key = key_file.read(path)
                 if key:
-                    return _usable(key, str(path))
+                    return key, str(path)
         except (OSError, ValueError, tomllib.TOMLDecodeError):
             continue  # an unreadable tool file falls through to the next source
     key = _config_key(entry.name)
     if key:
-        return _usable(key, f"{config_path()} [{entry.name}]")
-    raise MissingKeyError(entry.name, "credentials",
-                          f"set {entry.key_var}, or api_key under [{entry.name}] in "
-                          f"{paths.config_dir() / 'config.toml'}")
+        return key, f"{config_path()} [{entry.name}]"
+    return None

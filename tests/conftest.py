@@ -15,6 +15,7 @@ from typing import NamedTuple
 import pytest
 
 from gpubench.cli import main
+from gpubench.defaults import SETTINGS
 from tests.helpers import QUICK_CLIENT, clear_provider_env
 
 
@@ -40,6 +41,9 @@ def isolated(tmp_path_factory, monkeypatch) -> IsolatedDirs:
     monkeypatch.setenv("GPUBENCH_CONFIG_DIR", str(dirs.config))
     monkeypatch.setenv("GPUBENCH_STATE_DIR", str(dirs.state))
     clear_provider_env(monkeypatch)
+    for setting in SETTINGS:  # no [defaults] override from this machine's environment
+        if setting.env:
+            monkeypatch.delenv(setting.env, raising=False)
     for var, value in QUICK_CLIENT.items():
         monkeypatch.setenv(var, value)
     # Tables as wide as a wide terminal, whatever runs the tests (a terminal, CI, a test

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from gpubench import __version__
-from gpubench.cli import (bench_cmd, down_cmd, logs_cmd, ls_cmd, mock_cmd, offers_cmd,
+from gpubench.cli import (bench_cmd, config_cmd, down_cmd, logs_cmd, ls_cmd, mock_cmd, offers_cmd,
                           provision_cmd, providers_cmd, report_cmd, run_cmd, ssh_cmd, workloads_cmd)
 from gpubench.cli.render import err
 from gpubench.errors import GpubenchError
@@ -17,7 +17,7 @@ app = typer.Typer(
     name="gpubench",
     help="Benchmark PyTorch DDP workloads across GPU counts and cloud providers.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -49,6 +49,7 @@ down_cmd.register(app)
 ssh_cmd.register(app)
 bench_cmd.register(app)
 providers_cmd.register(app)
+config_cmd.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt,
-                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, NoPreflightOpt, ProviderArg,
-                                  RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
-                                  WorkdirOpt, WorkloadArgsArg, YesOpt)
-from gpubench.cli.render import err, out
+from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
+                                  GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
+                                  NoPreflightOpt, ProviderArg, RemotePythonOpt, RepeatOpt, ResultsOpt,
+                                  RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
+from gpubench.cli.output import output_for, run_document, say_load_warnings
+from gpubench.cli.render import err
+from gpubench.cli.completion import workload_arg_names, workload_list
+from gpubench.cli.settings import flags_or_defaults
 
 
 def bench(
+    ctx: typer.Context,
     provider: ProviderArg,
     gpus: MachineGpusOpt,
     workload: Annotated[str, typer.Option(
-        "--workload", help="Workloads to sweep, e.g. mnist-ddp,gpt-ddp.")],
+        "--workload", help="Workloads to sweep, e.g. mnist-ddp,gpt-ddp.", autocompletion=workload_list)],
     workload_args: WorkloadArgsArg = None,
+    per_workload: Annotated[Optional[List[str]], typer.Option(
+        "--args", metavar="NAME=ARGS", autocompletion=workload_arg_names, help="Arguments for one workload only, as NAME=\"ARGS\" (repeatable), "
+                       "e.g. --args gpt-ddp=\"--n-layer 2\"; those after -- go to every workload.")] = None,
     counts: Annotated[Optional[str], typer.Option(
         "--counts", help="GPU counts to sweep [default: 1 and powers of two up to --gpus].")] = None,
     gpu_type: GpuTypeOpt = None,
@@ -46,6 +53,7 @@ def bench(
                                      "hosts; the report shows the spread across them.")] = 1,
     parallel: Annotated[bool, typer.Option(
         "--parallel", help="With --hosts: sweep the machines at once, not one after the other.")] = False,
+    fmt: DocumentFormatOpt = "table",
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -53,34 +61,47 @@ def bench(
     from gpubench.results import ResultsStore
     from gpubench.sweep import parse_counts
 
+    output = output_for(fmt)
+    out = output.say
+    gpu_type, max_price, image, disk, remote_python, results = flags_or_defaults(
+        ctx, gpu_type=gpu_type, max_price=max_price, image=image, disk=disk, remote_python=remote_python,
+        results=results)
     refs = suite.resolve_list(workload, workdir)
+    own_args = suite.parse_per_workload_args(list(per_workload or []), refs)
     for ref in refs:  # before anything is rented
-        suite.check_args(ref, list(workload_args or []))
+        suite.check_args(ref, suite.args_for(ref, list(workload_args or []), own_args))
     store = ResultsStore.for_writing(results)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
                        parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
                        name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
-                       parallel=parallel)
+                       parallel=parallel, per_workload_args=own_args)
     plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
     machines = f"a {gpus}-GPU machine" if hosts == 1 else f"{hosts} {gpus}-GPU machines"
-    confirm_or_stop(f"Rent {machines} on {provider} for this bench ({plan.describe()}; "
-                    "terminated at the end unless --keep)?",
-                    "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
+    with output.prompts():
+        confirm_or_stop(f"Rent {machines} on {provider} for this bench ({plan.describe()}; "
+                        "terminated at the end unless --keep)?",
+                        "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     result = run_bench(req, store, out, plan=plan)
 
     from gpubench.report.hosts import host_sections
     from gpubench.report.render import render_report, render_section
 
-    records = store.load().records
+    loaded = store.load()
     for ref in refs:
         out("")
-        out(render_report(records, "table", workload=ref.name))
-    ours = [r for r in records if r.get("run_id") in set(result.run_ids)]
+        out(render_report(loaded.records, "table", workload=ref.name))
+    ours = [r for r in loaded.records if r.get("run_id") in set(result.run_ids)]
     for section in host_sections(ours):
         out("")
         out(render_section(section, "table"))
+    say_load_warnings(loaded.warnings)
+    if output.as_json:  # the report again, for programs (its notes, once more, on stderr)
+        output.emit(run_document(result.run_ids, result.records, store, loaded.records, [r.name for r in refs],
+                                 all_ok=result.all_ok, budget_stop=result.budget_stop, instance=result.name,
+                                 instance_id=result.instance_id, cost=result.cost, billed=result.billed,
+                                 terminated=result.terminated, kept=result.kept))
     if result.budget_stop:
         err(f"error: {result.budget_stop}")
     if not result.all_ok or result.budget_stop:

@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import GoneTimeoutOpt, InstanceNameArg, YesOpt
-from gpubench.cli.render import err, format_dollars, out
+from gpubench.cli.options import DocumentFormatOpt, GoneTimeoutOpt, InstanceNameArg, YesOpt
+from gpubench.cli.output import output_for
+from gpubench.cli.render import err, format_dollars
 
 
 def down(
@@ -18,6 +19,7 @@ def down(
         "--orphans", help="gpubench-* instances the ledger lacks.")] = False,
     yes: YesOpt = False,
     timeout: GoneTimeoutOpt = 180.0,
+    fmt: DocumentFormatOpt = "table",
 ) -> None:
     """Terminate NAME (or --all, or --orphans) and confirm the provider no longer has it."""
     from gpubench.errors import GpubenchError
@@ -25,25 +27,31 @@ def down(
     from gpubench.lifecycle.fleet import settle_deadlines
     from gpubench.lifecycle.ledger import Ledger
 
+    output = output_for(fmt)
+    out = output.say
     request = DownRequest(name, all_, orphans, timeout).validate()
     with Ledger() as ledger:
         settle_deadlines(ledger, say=err)       # machines past their --max-hours deadline
         plan = plan_down(ledger, request, warn=err)
         if not plan.targets:
             out(plan.note)
+            output.emit({"instances": [], "note": plan.note})
             return
         names = plan.describe()
-        confirm_or_stop(f"Terminate {names}?", f"would terminate {names}: pass --yes to confirm", yes=yes)
-        report = take_down(ledger, plan, say=err, on_result=_say_result)
+        with output.prompts():
+            confirm_or_stop(f"Terminate {names}?", f"would terminate {names}: pass --yes to confirm", yes=yes)
+        report = take_down(ledger, plan, say=err, on_result=lambda result: _say_result(result, out))
     if len(report.reached) > 1:
         billed = report.total_billed
         out(f"total cost {format_dollars(report.total_cost)}"
             + (f" (billed {format_dollars(billed)})" if billed is not None else ""))
+    output.emit({"instances": [vars(r) for r in report.results], "all_gone": report.all_gone,
+                 "total_cost": report.total_cost, "total_billed": report.total_billed})
     if not report.all_gone:
         raise GpubenchError("some instances may still be running: see 'gpubench ls'")
 
 
-def _say_result(result) -> None:
+def _say_result(result, out) -> None:
     if not result.reached:
         err(f"error: {result.name}: {result.message}")
         return

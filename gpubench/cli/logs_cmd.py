@@ -23,7 +23,9 @@ def logs(
     from gpubench.errors import UsageError
     from gpubench.results import ResultsStore
 
-    store = ResultsStore.existing(results)
+    from gpubench.cli.settings import flag_or_default
+
+    store = ResultsStore.existing(flag_or_default("results", results))
     run_id, files = runlogs.run_logs(store.directory, run)
     if count is not None:
         chosen = runlogs.for_count(files, count)

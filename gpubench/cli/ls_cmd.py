@@ -10,7 +10,7 @@ from gpubench.cli.options import FormatOpt
 from gpubench.cli.render import check_format, err, format_dollars, out, render_rows
 
 COLUMNS = [("name", "name"), ("provider", "provider"), ("instance_id", "id"), ("status", "status"),
-           ("gpus", "gpus"), ("price_per_hour", "$/h"), ("uptime", "uptime"), ("cost", "cost $"),
+           ("provider_status", "provider says"), ("gpus", "gpus"), ("price_per_hour", "$/h"), ("uptime", "uptime"), ("cost", "cost $"),
            ("ssh", "ssh"), ("stops", "stops"), ("note", "note")]
 # What programs get besides: the deadline as a time stamp, how the machine stops then,
 # and the cluster it is a member of with its place there (0 = the head).
@@ -40,11 +40,19 @@ def ls(
         columns = [MEMBER_COLUMN, *COLUMNS] if any(r.cluster for r in rows) else COLUMNS
     else:
         columns = COLUMNS + MACHINE_COLUMNS
-    out(render_rows([r.as_row() for r in rows], columns, fmt))
+    out(render_rows([_in_one_vocabulary(r) for r in rows], columns, fmt))
     if fmt == "table":
         priced = [r for r in rows if r.cost is not None]
         out(f"spent so far: {format_dollars(fleet.total_cost(rows))} in all "
             f"({len(priced)} machine{'s' if len(priced) != 1 else ''} with a price on record)")
+
+
+def _in_one_vocabulary(row) -> dict:
+    """The ledger's status words for every provider, the provider's own beside them."""
+    from gpubench.lifecycle.status import listing_words
+
+    status, said = listing_words(row.entry, row.instance)
+    return {**row.as_row(), "status": status.value, "provider_status": said}
 
 
 def register(app: typer.Typer) -> None:

@@ -19,6 +19,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from gpubench.cli.completion import provider_names
 from gpubench.format import FORMATS, spoken
 from gpubench.providers import registry
 
@@ -27,8 +28,9 @@ from gpubench.providers import registry
 PROVIDER_HELP = f"{registry.help_names()}."
 PROVIDERS_HELP = f"Any of {registry.help_names()} [default: all]."
 
-ProviderArg = Annotated[str, typer.Argument(help=PROVIDER_HELP)]
-ProvidersArg = Annotated[Optional[List[str]], typer.Argument(metavar="[PROVIDER]...", help=PROVIDERS_HELP)]
+ProviderArg = Annotated[str, typer.Argument(help=PROVIDER_HELP, autocompletion=provider_names)]
+ProvidersArg = Annotated[Optional[List[str]], typer.Argument(metavar="[PROVIDER]...", help=PROVIDERS_HELP,
+                                                             autocompletion=provider_names)]
 
 # The machine to rent (provision, bench) or to look for (offers).
 MACHINE_GPUS_HELP = "GPUs on the machine."
@@ -115,8 +117,12 @@ GONE_TIMEOUT_HELP = "Seconds to wait for each instance to be gone."
 GoneTimeoutOpt = Annotated[float, typer.Option("--timeout", help=GONE_TIMEOUT_HELP)]
 
 # Results and output.
-RESULTS_HELP = "Results directory [default: ./results]."
+RESULTS_HELP = "Results directory [default: [defaults] results in config.toml, else ./results]."
 FORMAT_HELP = f"{spoken(FORMATS)}."
 
 ResultsOpt = Annotated[Optional[Path], typer.Option("--results", help=RESULTS_HELP)]
 FormatOpt = Annotated[str, typer.Option("--format", help=FORMAT_HELP)]
+# A command whose data is one document (what was rented, taken down, run): words, or
+# one JSON document on stdout with the progress on stderr.
+DOCUMENT_FORMAT_HELP = "table (words for people) or json (one document on stdout; progress on stderr)."
+DocumentFormatOpt = Annotated[str, typer.Option("--format", help=DOCUMENT_FORMAT_HELP)]

@@ -7,14 +7,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpubench.cli.confirm import ask, confirm_or_stop, rent_question
-from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, DiskOpt, GpuTypeOpt, ImageOpt,
-                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, PreflightOpt,
-                                  ProviderArg, RegionOpt, SshTimeoutOpt, YesOpt)
-from gpubench.cli.render import err, format_dollars, out
+from gpubench.cli.confirm import confirm_or_stop, rent_question
+from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, DiskOpt, DocumentFormatOpt,
+                                  GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
+                                  PreflightOpt, ProviderArg, RegionOpt, SshTimeoutOpt, YesOpt)
+from gpubench.cli.output import Output, entry_document, offer_document, output_for
+from gpubench.cli.render import err, format_dollars
+from gpubench.cli.settings import flags_or_defaults
 
 
 def provision(
+    ctx: typer.Context,
     provider: ProviderArg,
     gpus: MachineGpusOpt,
     gpu_type: GpuTypeOpt = None,
@@ -37,6 +40,7 @@ def provision(
         "--nodes", help="Rent a cluster of NODES machines of one offer type in one region, all or "
                         "nothing (--attempts then counts launches per member).")] = None,
     any_gpu: AnyGpuOpt = False,
+    fmt: DocumentFormatOpt = "table",
 ) -> None:
     """Rent a machine with GPUS GPUs (or a cluster of --nodes machines), wait until SSH
     answers, and print how to reach it."""
@@ -47,11 +51,15 @@ def provision(
                                               connect_and_plan, provision as run)
     from gpubench.lifecycle.sshconfig import include_hint
 
+    output = output_for(fmt)
+    out = output.say
+    gpu_type, max_price, region, image, disk = flags_or_defaults(
+        ctx, gpu_type=gpu_type, max_price=max_price, region=region, image=image, disk=disk)
     req = ProvisionRequest(provider, gpus, gpu_type, disk, image or DEFAULT_IMAGE, region, name,
                            max_price, interruptible, attempts,
                            Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout), max_hours)
     if nodes is not None:
-        _provision_cluster(req, nodes, dry_run, yes, preflight)
+        _provision_cluster(req, nodes, dry_run, yes, preflight, output)
         return
     prov, offers = connect_and_plan(req)
     if not dry_run:
@@ -67,12 +75,14 @@ def provision(
             out(f"  then: {alt.gpu_count}x {alt.gpu_name} ({alt.instance_type or alt.offer_id}) "
                 f"at {format_dollars(alt.price_per_hour)}/h")
         out("dry run: nothing rented")
+        output.emit({"dry_run": True, "offers": [offer_document(o) for o in offers[:attempts]]})
         return
     stops = (f", stopping itself after {max_hours:g} h unless a gpubench run is active on it"
              if max_hours else "")
-    confirm_or_stop(rent_question(best, provider, stops),
-                    "not rented: pass --yes to rent without a terminal to confirm on",
-                    said_on_no="nothing rented", yes=yes)
+    with output.prompts():
+        confirm_or_stop(rent_question(best, provider, stops),
+                        "not rented: pass --yes to rent without a terminal to confirm on",
+                        said_on_no="nothing rented", yes=yes)
     # A --gpu-type the user named covers every type it matches; --max-price every price up to it.
     agreed = Agreed.offer(best, any_gpu=any_gpu or bool(gpu_type), max_price=max_price)
     with Ledger() as ledger, _Progress() as progress:
@@ -90,14 +100,19 @@ def provision(
     out(f"  stop paying: gpubench down {e.name}")
     if outcome.gate is not None:
         out(f"  {outcome.gate.summary()}")
+    output.emit({"instance": entry_document(e), "seconds_to_ready": round(outcome.seconds_to_ready, 3),
+                 "offer": offer_document(outcome.offer), "failed_attempts": outcome.attempts,
+                 "preflight": outcome.gate.summary() if outcome.gate is not None else None})
 
 
-def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: bool) -> None:
+def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: bool,
+                       output: Output) -> None:
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle.cluster_provision import (ClusterRequest, check_name_free, connect_and_place,
                                                       member_name, network_line, provision_cluster)
     from gpubench.lifecycle.ledger import Ledger
 
+    out = output.say
     creq = ClusterRequest(req, nodes).validate()
     with Ledger() as ledger:
         check_name_free(ledger, req.name, nodes)     # before any offer is looked at
@@ -109,14 +124,17 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: boo
         f"{format_dollars(place.price_per_hour)}/h each, {format_dollars(total)}/h in all, disk {req.disk_gb} GB")
     if dry_run:
         out(f"dry run: nothing rented (cluster {name}: {', '.join(member_name(name, i) for i in range(nodes))})")
+        output.emit({"dry_run": True, "cluster": name, "nodes": nodes,
+                     "offers": [offer_document(o) for o in place.offers]})
         return
     with Ledger() as ledger:
         fleet.settle_deadlines(ledger, say=err)
     stops = (f", each stopping itself after {req.max_hours:g} h unless a gpubench run is active on it"
              if req.max_hours else "")
-    confirm_or_stop(f"Rent {nodes} machines for {format_dollars(total)}/h in all{stops}?",
-                    "not rented: pass --yes to rent without a terminal to confirm on",
-                    said_on_no="nothing rented", yes=yes)
+    with output.prompts():
+        confirm_or_stop(f"Rent {nodes} machines for {format_dollars(total)}/h in all{stops}?",
+                        "not rented: pass --yes to rent without a terminal to confirm on",
+                        said_on_no="nothing rented", yes=yes)
     with Ledger() as ledger, _Progress() as progress:
         outcome = provision_cluster(prov, creq, place, ledger, progress,
                                     _gate(ledger) if preflight else None)
@@ -134,6 +152,9 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: boo
     other = f"    gpubench ssh {name}:1  (node 1)" if nodes > 1 else ""
     out(f"  ssh:  gpubench ssh {name}  (the head){other}")
     out(f"  stop paying: gpubench down {name}")
+    output.emit({"cluster": name, "network": hosts.network,
+                 "seconds_to_ready": round(outcome.seconds_to_ready, 3),
+                 "members": [entry_document(m) for m in outcome.members]})
 
 
 def _gate(ledger):

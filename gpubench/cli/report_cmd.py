@@ -93,6 +93,9 @@ def report(
     from gpubench.report.cache import load_frame_cached
     from gpubench.report.filters import filter_records, only_workload, parse_since
 
+    from gpubench.cli.settings import flag_or_default
+
+    results = flag_or_default("results", results)
     where = str(results or "results")
     since_text = parse_since(since) if since else None
     loaded = load_frame_cached(ResultsStore.existing(results))
@@ -109,6 +112,7 @@ def report(
         from gpubench.report.render import render_report
 
         out(render_report(frame, fmt))  # an empty list for the program reading it
+        _say_skipped(loaded.warnings)
         return
     if frame.empty:
         what = "matching these filters " if (run or since) else ""
@@ -124,14 +128,15 @@ def report(
 
     machines = [] if compare else host_sections(frame, workload)   # spread across hosts, costs
     if fmt not in ("csv", "json"):
-        from gpubench.report.render import render_section
-
         from dataclasses import replace
+
+        from gpubench.report.render import render_section
 
         host_fit = replace(fit, columns=())   # --columns names the report's own columns
         for section in machines:
             out("\n" + render_section(section, fmt, host_fit))
     _write_extras(built, html, plot, plot_formats, compare, machines)
+    _say_skipped(loaded.warnings)
 
 
 def _table_fit(wide: bool, columns: str | None):
@@ -142,6 +147,13 @@ def _table_fit(wide: bool, columns: str | None):
     if columns is not None and not names:
         raise UsageError("--columns: name at least one column (e.g. --columns gpu,gpus,speedup)")
     return TableFit(wide=wide, columns=names, hint=REPORT_HINT)
+
+
+def _say_skipped(warnings: list[str]) -> None:
+    from gpubench.results import load_summary
+
+    if (summary := load_summary(warnings)) is not None:
+        err(f"warning: {summary}")
 
 
 def _write_extras(report, html: Path | None, plot: Path | None, plot_formats: tuple[str, ...],

@@ -8,16 +8,21 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from gpubench.cli.options import (ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt, RemotePythonOpt,
-                                  RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
-from gpubench.cli.render import out
+from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt,
+                                  RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt,
+                                  WorkloadArgsArg)
+from gpubench.cli.output import output_for, run_document, say_load_warnings
+from gpubench.cli.completion import workload_names
+from gpubench.cli.settings import flags_or_defaults
 from gpubench.errors import UsageError
 
 
 
 def run(
+    ctx: typer.Context,
     workload: Annotated[str, typer.Argument(
-        help="A suite workload (see 'gpubench workloads') or a .py script.")],
+        help="A suite workload (see 'gpubench workloads') or a .py script.",
+        autocompletion=workload_names)],
     workload_args: WorkloadArgsArg = None,
     gpus: GpuCountsOpt = None,
     on: Annotated[Optional[str], typer.Option(
@@ -83,6 +88,7 @@ def run(
     preflight: PreflightOpt = False,
     yes: ProceedOpt = False,
     repeat: RepeatOpt = None,
+    fmt: DocumentFormatOpt = "table",
 ) -> None:
     """Run WORKLOAD at each GPU count (on Slurm: at each node count, one sbatch job
     each) and print the speedup/cost table."""
@@ -91,6 +97,9 @@ def run(
     from gpubench.results import ResultsStore
     from gpubench.sweep import grid, on_one_node, parse_counts, sweep_new_run
 
+    output = output_for(fmt)
+    out = output.say
+    results, remote_python = flags_or_defaults(ctx, results=results, remote_python=remote_python)
     on_slurm = on is not None and (on == "slurm" or on.startswith("slurm:"))
     slurm_flags = {"--partition": partition, "--account": account, "--reservation": reservation,
                    "--qos": qos, "--time": time_limit, "--constraint": constraint,
@@ -125,14 +134,17 @@ def run(
     options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
                             connect_wait=connect_wait, echo=out, scheme_options=scheme_options)
     if preflight:
-        _preflight(on, remote_python, yes)
+        with output.prompts():
+            _preflight(on, remote_python, yes, out)
     with open_launcher(on, options) as launcher:
         if on_slurm:
             from gpubench.launch.slurm.plan import dry_run_text, node_points
 
             points = points or node_points(launcher.machine(), node_counts, per_node)
             if dry_run:
-                out(dry_run_text(launcher, ref, points, list(workload_args or [])))
+                text = dry_run_text(launcher, ref, points, list(workload_args or []))
+                out(text)
+                output.emit({"dry_run": True, "sbatch": text})
                 return
         elif node_counts or per_node:
             points = grid(node_counts or [1], per_node or [1])
@@ -146,12 +158,17 @@ def run(
 
     from gpubench.report.render import render_report  # pandas: only once there is a report
 
-    out(render_report(store.load().records, "table", workload=ref.name))
+    loaded = store.load()
+    out(render_report(loaded.records, "table", workload=ref.name))
+    say_load_warnings(loaded.warnings)
+    if output.as_json:  # the report again, for programs (its notes, once more, on stderr)
+        output.emit(run_document([plan.run_id], result.records, store, loaded.records, [ref.name],
+                                 all_ok=result.all_ok))
     if not result.all_ok:
         raise typer.Exit(1)
 
 
-def _preflight(on: str | None, remote_python: str, yes: bool) -> None:
+def _preflight(on: str | None, remote_python: str, yes: bool, out) -> None:
     """Check the --on machine; one that fails is used only if the user says so."""
     from gpubench.cli.confirm import confirm_or_stop
     from gpubench.cli.render import err

@@ -107,7 +107,8 @@ class FleetRow:
 
     def as_row(self) -> dict:
         entry = self.entry
-        return {"cluster": self.cluster, "node_index": self.node_index, "member": self.member,"name": self.name, "provider": self.provider, "instance_id": self.instance_id,
+        return {"cluster": self.cluster, "node_index": self.node_index, "member": self.member,
+                "name": self.name, "provider": self.provider, "instance_id": self.instance_id,
                 "status": self.status, "gpus": self.gpus, "price_per_hour": self.price_per_hour,
                 "uptime": _duration(self.uptime_s), "uptime_s": self.uptime_s,
                 "cost": None if self.cost is None else round(self.cost, 4),

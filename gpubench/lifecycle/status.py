@@ -87,3 +87,32 @@ def allowed(current: LedgerStatus, new: LedgerStatus) -> bool:
 def sources(new: LedgerStatus) -> tuple[LedgerStatus, ...]:
     """The statuses from which a row may be marked `new`."""
     return tuple(s for s in LedgerStatus if new in TRANSITIONS[s])
+
+
+# -- one vocabulary for `ls` -------------------------------------------------------
+
+#: An instance the ledger has no row for (an orphan), in the ledger's words, from the
+#: provider's state as the adapters share it (providers.common.InstanceState values):
+#: whatever the provider still has and is not taking down counts as launched.
+FROM_INSTANCE_STATE: dict[str, LedgerStatus] = {
+    "pending": LedgerStatus.LAUNCHED,
+    "running": LedgerStatus.RUNNING,
+    "stopped": LedgerStatus.LAUNCHED,
+    "failed": LedgerStatus.LAUNCHED,
+    "unknown": LedgerStatus.LAUNCHED,
+    "terminating": LedgerStatus.TERMINATING,
+    "terminated": LedgerStatus.TERMINATED,
+}
+
+
+def listing_words(entry, instance) -> tuple[LedgerStatus, str | None]:
+    """(status, the provider's own word) for a row of `ls`: the ledger row's status
+    where there is a row (reconciled with the provider just before), else the
+    orphan's state mapped by FROM_INSTANCE_STATE; the provider's word as it said it
+    (Lambda's `active`, RunPod's `RUNNING`), None when it was not asked or did not
+    list the instance."""
+    said = (instance.raw_status or str(instance.status.value)) if instance is not None else None
+    if entry is not None:
+        return entry.status, said
+    state = str(instance.status.value) if instance is not None else "unknown"
+    return FROM_INSTANCE_STATE.get(state, LedgerStatus.LAUNCHED), said

@@ -48,13 +48,14 @@ def test_bad_input_is_one_line(cli, store, args, message):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_corrupt_store_is_one_line(cli, tmp_path):
+def test_corrupt_line_is_skipped_and_counted(cli, tmp_path):
     store = tmp_path / "r"
     store.mkdir()
     (store / "x.jsonl").write_text(json.dumps(rec(1, 1.0, 1.0)) + "\n{oops\n" + json.dumps(rec(2, 2.0, 1.0)) + "\n")
-    code, _, err = cli("report", "--results", str(store))
-    assert code != 0 and "x.jsonl:2: corrupt result record" in err
-    assert len(err.strip().splitlines()) == 1
+    code, out, err = cli("report", "--results", str(store))
+    assert code == 0 and "x.jsonl:2: skipped a corrupt line" in err
+    assert err.strip().splitlines()[-1].startswith("warning: skipped 1 corrupt line")
+    assert "Traceback" not in err
 
 
 def test_missing_matplotlib_is_one_line(cli, store, tmp_path, monkeypatch):

@@ -86,7 +86,8 @@ def test_a_machine_is_left_while_a_sweep_holds_it(cloud, cli):
         wait_for(lambda: Ledger().find("w").past_deadline(), timeout=10)
         code, out, err = cli("ls", "--format", "json")
         assert "a gpubench run is active on it: left running" in err
-        assert json.loads(out)[0]["status"] == "running"
+        row = json.loads(out)[0]   # the ledger's word; the provider's beside it
+        assert (row["status"], row["provider_status"]) == ("ready", "running")
         assert Ledger().find("w").status is LedgerStatus.READY
         assert _listed("vast") == [("gpubench-w", "running")]
     finally:
