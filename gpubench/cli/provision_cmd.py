@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpubench.cli.confirm import confirm_or_stop, rent_question
+from gpubench.cli.confirm import ask, confirm_or_stop, rent_question
 from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, DiskOpt, DocumentFormatOpt,
                                   GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
                                   PreflightOpt, ProviderArg, RegionOpt, SshTimeoutOpt, YesOpt)
