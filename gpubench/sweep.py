@@ -128,6 +128,8 @@ class SweepResult:
     records: list[dict] = field(default_factory=list)  # appended by this sweep
     skipped: dict[SweepPoint, dict] = field(default_factory=dict)  # point -> its newest ok record
     stopped: str | None = None  # why the sweep stopped before its end
+    dropped: dict[SweepPoint, str] = field(default_factory=dict)  # point -> why it no longer
+    #   fits: the machine spans fewer nodes than when the sweep began (a node was lost)
 
     @property
     def all_ok(self) -> bool:
@@ -202,8 +204,13 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
     warned: set[str] = set()
     for repeat in range(1, plan.repeat + 1):
         for point in todo:
-            if point in failed or repeat <= have[point]:
+            if point in failed or repeat <= have[point] or point in result.dropped:
                 continue  # a failed point is not run again; earlier runs count
+            why_not = misfit(point, launcher.machine())
+            if why_not:  # it fitted when the sweep began: the machine lost a node since
+                result.dropped[point] = f"{why_not} now"
+                echo(result.dropped[point])
+                continue
             stop = _run_one(launcher, plan, workload, machine, point, repeat, identity, store,
                             echo, result, warned)
             if result.records and result.records[-1]["status"] != "ok":
