@@ -48,7 +48,6 @@ def run_args(tmp_path, *extra: str) -> list[str]:
 @pytest.mark.parametrize("workload, args", [("mnist-ddp", TINY_MNIST),
                                             ("allreduce", TINY_ALLREDUCE)])
 def test_two_nodes_of_two_processes_end_to_end(pair, tmp_path, cli, workload, args):
-    started = time.monotonic()
     code, out, err = cli("run", workload, *run_args(tmp_path, "--nodes", "1,2"), "--", *args)
     assert code == 0, out + err
     records = ResultsStore(tmp_path / "results").load().records
@@ -70,7 +69,6 @@ def test_two_nodes_of_two_processes_end_to_end(pair, tmp_path, cli, workload, ar
     assert "[node0] " in out and "[node1] " in out
     if workload == "mnist-ddp":
         assert "node speedup" in out  # the report's node scaling beside the GPU scaling
-    print(f"{workload}: {time.monotonic() - started:.1f}s for 1 and 2 nodes")
 
 
 # All-reduces in a loop: long on two nodes (where the node is cut), short on one.
