@@ -4,7 +4,9 @@ and record every run.
 It knows nothing of where the machine is: a Launcher gets the workload there and
 runs each point, and the sweep turns what came back into one result record per
 run. A launcher that spans nodes says so in its Machine (max_nodes); the plan,
-the skips and the records need nothing more from it.
+the skips and the records need nothing more from it. A machine that spans fewer
+nodes than when the sweep began (a cluster that lost a member) is asked before
+each run: the points it can no longer hold are skipped, saying why.
 
 With --repeat K each point runs K times, the points taking turns (1, 2, 1, 2,
 ...) so that a change in the machine's load falls on every point alike; a point

@@ -7,6 +7,10 @@ hands out the ranks. Waits are bounded at every level: the rendezvous must gathe
 every node within join_timeout, a store read gives up after read_timeout, and a
 collective that waits for a rank that is gone fails after the collective timeout
 (GPUBENCH_PG_TIMEOUT_S, which the suite's workloads give init_process_group).
+
+Over a port mapping (public hosts, Vast.ai) only the rendezvous port is mapped
+here: the workers' own store and gloo/NCCL connections use further ports, which
+the provider must forward at the same numbers (or the hosts must share a network).
 """
 
 from __future__ import annotations
