@@ -4,7 +4,9 @@ and record every run.
 It knows nothing of where the machine is: a Launcher gets the workload there and
 runs each point, and the sweep turns what came back into one result record per
 run. A launcher that spans nodes says so in its Machine (max_nodes); the plan,
-the skips and the records need nothing more from it.
+the skips and the records need nothing more from it. A machine that spans fewer
+nodes than when the sweep began (a cluster that lost a member) is asked before
+each run: the points it can no longer hold are skipped, saying why.
 
 With --repeat K each point runs K times, the points taking turns (1, 2, 1, 2,
 ...) so that a change in the machine's load falls on every point alike; a point
@@ -128,6 +130,8 @@ class SweepResult:
     records: list[dict] = field(default_factory=list)  # appended by this sweep
     skipped: dict[SweepPoint, dict] = field(default_factory=dict)  # point -> its newest ok record
     stopped: str | None = None  # why the sweep stopped before its end
+    dropped: dict[SweepPoint, str] = field(default_factory=dict)  # point -> why it no longer
+    #   fits: the machine spans fewer nodes than when the sweep began (a node was lost)
 
     @property
     def all_ok(self) -> bool:
@@ -202,8 +206,13 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
     warned: set[str] = set()
     for repeat in range(1, plan.repeat + 1):
         for point in todo:
-            if point in failed or repeat <= have[point]:
+            if point in failed or repeat <= have[point] or point in result.dropped:
                 continue  # a failed point is not run again; earlier runs count
+            why_not = misfit(point, launcher.machine())
+            if why_not:  # it fitted when the sweep began: the machine lost a node since
+                result.dropped[point] = f"{why_not} now"
+                echo(result.dropped[point])
+                continue
             stop = _run_one(launcher, plan, workload, machine, point, repeat, identity, store,
                             echo, result, warned)
             if result.records and result.records[-1]["status"] != "ok":

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Callable, Iterator
 
 import torch
@@ -66,8 +67,24 @@ def setup_distributed() -> Dist:
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ.setdefault("MASTER_PORT", str(_free_port()))
     dist.init_process_group(backend=backend, rank=rank, world_size=world_size,
-                            **({"device_id": device} if backend == "nccl" else {}))
+                            **({"device_id": device} if backend == "nccl" else {}),
+                            **collective_timeout())
     return Dist(rank, local_rank, world_size, device, backend)
+
+
+# Seconds a collective may wait for the other ranks before it fails (gloo's default is
+# 30 minutes, NCCL's 10): across machines a lost node must fail the run, not hang it.
+PG_TIMEOUT_ENV = "GPUBENCH_PG_TIMEOUT_S"
+
+
+def collective_timeout() -> dict:
+    """init_process_group's timeout from $GPUBENCH_PG_TIMEOUT_S; torch's default without it."""
+    text = os.environ.get(PG_TIMEOUT_ENV, "").strip()
+    try:
+        seconds = float(text) if text else 0.0
+    except ValueError:
+        seconds = 0.0
+    return {"timeout": timedelta(seconds=seconds)} if seconds > 0 else {}
 
 
 def _free_port() -> int:

@@ -329,6 +329,25 @@ FIELDS: tuple[Field, ...] = (
     F("allocation_cost", float, "$", "gpu_hours x --price-per-gpu-hour; null without a price",
       LAUNCHER),
 
+    # a cluster of rented machines (gpubench/launch/cluster.py): torchrun's c10d rendezvous
+    F("node_addresses", list, "", "each node's address as the others reached it, the head (the "
+      "rendezvous) first", LAUNCHER),
+    F("node_network", str, "", "the network that joined the nodes: private (the provider's), "
+      "public (the internet, through port mappings where mapped) or loopback", LAUNCHER),
+    F("rendezvous", dict, "", "torchrun's rendezvous: backend, endpoint, id and its join, read, "
+      "last-call and close timeouts in seconds", LAUNCHER),
+    F("collective_timeout_s", float, "s", "how long a collective waits for a rank before it "
+      "fails (GPUBENCH_PG_TIMEOUT_S, the suite's init_process_group timeout)", LAUNCHER),
+    F("comm_settings", list, "", "per node: the NCCL_*/GLOO_* variables in force, its address, "
+      "and what chose the interface (the route to the head's address, or the machine's own "
+      "environment)", LAUNCHER),
+    F("interconnect", list, "", "per node: nvidia-smi topo -m and ibstat as the machine prints "
+      "them, 'absent' where it has no such tool", LAUNCHER),
+    F("rank0_node", int, "", "the node rank 0 ran on (torch's rendezvous gives the ranks out), "
+      "whose record this is", LAUNCHER),
+    F("lost_nodes", list, "", "nodes lost during the run (their SSH link dropped and they did "
+      "not answer again): 'node 1 (203.0.113.7)'", LAUNCHER),
+
     # ---- the preflight check of the rented machine (gpubench/lifecycle/preflight.py)
     F("host_id", str, "", "the provider's id for the physical machine (Vast.ai's machine_id); "
       "null where the provider names none", HOST_CHECK, LABEL, ""),

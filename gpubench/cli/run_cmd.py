@@ -1,5 +1,6 @@
 """`gpubench run`: sweep a workload over GPU counts, here or on a machine over
-SSH (--on), or over nodes on a Slurm cluster (--on slurm), record, report."""
+SSH (--on), or over nodes on a Slurm cluster (--on slurm) or a cluster of rented
+machines (--on CLUSTER), record, report."""
 
 from __future__ import annotations
 
@@ -26,9 +27,11 @@ def run(
     workload_args: WorkloadArgsArg = None,
     gpus: GpuCountsOpt = None,
     on: Annotated[Optional[str], typer.Option(
-        "--on", help="Run on an instance from the ledger (its name), on your own machine: "
-                     "user@host[:port] with --key, or on a Slurm cluster: slurm (sbatch on this "
-                     "machine) or slurm:[user@]LOGIN[:port] (its login node over SSH).")] = None,
+        "--on", help="Run on an instance from the ledger (its name), on a cluster from the "
+                     "ledger (its name: torchrun across its nodes; NAME:I for one member), on "
+                     "your own machine: user@host[:port] with --key, or on a Slurm cluster: "
+                     "slurm (sbatch on this machine) or slurm:[user@]LOGIN[:port] (its login "
+                     "node over SSH).")] = None,
     key: Annotated[Optional[Path], typer.Option(
         "--key", help="SSH private key for --on user@host [default: gpubench's own key].")] = None,
     price: Annotated[Optional[float], typer.Option(
@@ -45,7 +48,8 @@ def run(
     timeout: RunTimeoutOpt = 3600.0,
     nodes: Annotated[Optional[str], typer.Option(
         "--nodes", help="Node counts to sweep, e.g. 1,2,4 [default on Slurm: "
-        "1 and 2].")] = None,
+        "1 and 2; on a cluster: 1, powers of two and all its nodes]; with --gpus on a "
+        "cluster, the GPUs per node.")] = None,
     gpus_per_node: Annotated[Optional[str], typer.Option(
         "--gpus-per-node", help="GPUs (processes) per node to sweep, e.g. 4 "
         "or 1,4 [default on Slurm: all of a node's].")] = None,
@@ -111,15 +115,23 @@ def run(
     given = next((flag for flag, value in slurm_flags.items() if value is not None), None)
     if given and not on_slurm:
         raise UsageError(f"{given} is for Slurm: add --on slurm or --on slurm:[user@]LOGIN")
-    if gpus is not None and (nodes or gpus_per_node):
+    cluster = None if on_slurm else _cluster(on)
+    on_cluster = cluster is not None
+    # on a cluster --gpus may count the GPUs of each node; elsewhere it is one machine's
+    if gpus is not None and (nodes or gpus_per_node) and not (on_cluster and not gpus_per_node):
         raise UsageError("--gpus is the counts on one machine; with --nodes give --gpus-per-node")
     if on_slurm and price is not None:
         raise UsageError("--price is a machine's $/h; on Slurm give --price-per-gpu-hour")
     ref = suite.resolve(workload, workdir)
     suite.check_args(ref, list(workload_args or []))  # a typo costs one line, not a run
-    points = on_one_node(parse_counts(gpus)) if gpus is not None else None
+    points = on_one_node(parse_counts(gpus)) if gpus is not None and not on_cluster else None
     node_counts = _counts("--nodes", nodes)
     per_node = _counts("--gpus-per-node", gpus_per_node)
+    if on_cluster and gpus is not None:
+        per_node = parse_counts(gpus)  # on a cluster, --gpus counts the GPUs of each node
+    if on_cluster and node_counts and max(node_counts) > cluster.size:  # before connecting
+        raise UsageError(f"--nodes {max(node_counts)}: cluster {on} has {cluster.size} "
+                         f"node{'s' if cluster.size != 1 else ''}")
     store = None if dry_run else ResultsStore.for_writing(results)
     scheme_options = None
     if on_slurm:
@@ -146,6 +158,10 @@ def run(
                 out(text)
                 output.emit({"dry_run": True, "sbatch": text})
                 return
+        elif on_cluster:
+            from gpubench.launch.cluster import node_points as cluster_points
+
+            points = cluster_points(launcher.machine(), on, node_counts, per_node)
         elif node_counts or per_node:
             points = grid(node_counts or [1], per_node or [1])
         plan, result = sweep_new_run(launcher, ref, points, list(workload_args or []), store, out,
@@ -186,6 +202,14 @@ def _preflight(on: str | None, remote_python: str, yes: bool, out) -> None:
     confirm_or_stop(f"{on} failed the preflight check; run on it anyway?",
                     f"not run: {on} failed the preflight check (pass --yes to run on it anyway)",
                     said_on_no="not run", yes=yes)
+
+
+def _cluster(on: str | None):
+    """The live cluster an --on value names (NAME, not NAME:I), or None."""
+    from gpubench.remote.cluster import find_cluster
+    from gpubench.remote.target import looks_like_spec
+
+    return None if on is None or looks_like_spec(on) else find_cluster(on)
 
 
 def _counts(flag: str, text: str | None) -> list[int] | None:

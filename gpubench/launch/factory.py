@@ -1,7 +1,9 @@
 """Which launcher an --on value means, decided in one place for `run` and `bench`.
 
     (none)              this machine: torchrun --standalone here
-    NAME                an instance in the ledger, over SSH
+    NAME                a live cluster in the ledger: torchrun c10d across its members
+                        (gpubench.launch.cluster); else an instance in the ledger, over SSH
+    NAME:I              member I of a cluster (0 = the head), alone, over SSH
     user@host[:port]    a machine of the user's own, over SSH
     SCHEME[:REST]       the launcher registered for SCHEME in SCHEMES (slurm, slurm:LOGIN)
 
@@ -18,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.launch.base import Launcher, LineSink
+from gpubench.remote.cluster import ClusterHosts, find_cluster, split_member
+from gpubench.remote.errors import BadTargetError
+from gpubench.remote.target import looks_like_spec
 from gpubench.remote.targets import RemoteHost, resolve
 
 DEFAULT_REMOTE_DIR = "gpubench"  # relative to the remote home
@@ -42,7 +47,8 @@ class LaunchOptions:
     connect_wait: float = 30.0       # seconds to keep trying a machine that does not answer
     echo: LineSink = _quiet          # progress: connecting, the environment found, syncing
     known_hosts: Path | None = None  # [default: gpubench's own known_hosts file]
-    scheme_options: object = None    # what only a SCHEMES launcher reads (slurm: SlurmOptions)
+    scheme_options: object = None    # what only a SCHEMES launcher reads (slurm: SlurmOptions;
+    #                                  a cluster: gpubench.launch.cluster.ClusterOptions)
 
 
 def open_launcher(on: str | RemoteHost | None, options: LaunchOptions = LaunchOptions()) -> Launcher:
@@ -56,7 +62,36 @@ def open_launcher(on: str | RemoteHost | None, options: LaunchOptions = LaunchOp
     scheme, _, rest = on.partition(":")
     if scheme in SCHEMES:  # SCHEME alone too: --on slurm (this machine is the login node)
         return importlib.import_module(SCHEMES[scheme]).open_launcher(rest, options)
+    if not looks_like_spec(on):
+        cluster, member = _cluster_named(on, options)
+        if cluster is not None and member is None:
+            return _open_cluster(cluster, options)
+        if cluster is not None:
+            if member >= cluster.size:
+                raise BadTargetError(f"--on {on}: cluster {cluster.name} has members 0 to "
+                                     f"{cluster.size - 1}")
+            return _open_ssh(cluster.nodes[member].host, options)
     return _open_ssh(resolve(on, options.key, options.price), options)
+
+
+def _open_cluster(cluster: ClusterHosts, options: LaunchOptions) -> Launcher:
+    from gpubench import paths
+    from gpubench.launch.cluster import ClusterOptions, open_cluster
+
+    chosen = options.scheme_options
+    return open_cluster(cluster, options.known_hosts or paths.known_hosts_path(),
+                        options.remote_python, remote_base(options.remote_dir), options.connect_wait,
+                        options.echo, chosen if isinstance(chosen, ClusterOptions) else None)
+
+
+def _cluster_named(on: str, options: LaunchOptions) -> tuple[ClusterHosts | None, int | None]:
+    """The live cluster an --on value names (NAME, or NAME:I for one member), and the
+    member; (None, None) when it names none (it may name a single instance)."""
+    try:
+        name, member = split_member(on)
+    except BadTargetError:
+        return None, None  # not NAME:I; resolve() says what is wrong with it
+    return find_cluster(name, options.key, options.price), member
 
 
 def _open_local() -> Launcher:

@@ -89,6 +89,17 @@ class ClusterHosts:
             return LOOPBACK
         return PUBLIC
 
+    def disagreement(self) -> str | None:
+        """How the members differ in GPUs as the ledger knows them ('node 0: 8x A100,
+        node 1: 4x A100'), or None when they are alike (or unknown: the machines are
+        asked once connected)."""
+        kinds = {(n.host.gpu_name, n.host.gpu_count) for n in self.nodes}
+        if len(kinds) <= 1:
+            return None
+        shown = ", ".join(f"node {n.index}: {n.host.gpu_count}x {n.host.gpu_name or 'gpu'}"
+                          for n in self.nodes)
+        return f"its members differ in GPUs ({shown})"
+
 
 def node_from_entry(entry: LedgerEntry, key_file: Path | None = None,
                     price: float | None = None) -> ClusterNode:
