@@ -40,7 +40,7 @@ from gpubench.launch.cluster_torchrun import (PG_TIMEOUT_ENV, NodeFacts, Rendezv
 from gpubench.launch.failures import Failure, RunFacts, explain
 from gpubench.launch.ssh import (LOCAL_MARGIN_S, TIMEOUT_EXIT, SshLauncher, connect, machine_for,
                                  record_path, remote_cwd, remote_script)
-from gpubench.remote.cluster import ClusterHosts, ClusterNode
+from gpubench.remote.cluster import ClusterHosts, ClusterNode, gpu_disagreement
 from gpubench.remote.connection import ConnectOptions, StreamResult
 from gpubench.remote.errors import ConnectionLostError, HostUnreachableError, SshError
 from gpubench.remote.session import RemoteLayout, SessionOptions
@@ -391,11 +391,10 @@ def open_cluster(cluster: ClusterHosts, known_hosts: Path, python: str, remote_d
                 raise HostUnreachableError(f"{cluster.name} node {node.index}: {e}") from None
             members.append(Member(node, launcher))
         machines = [machine_for(m.node.host, m.launcher._session.env) for m in members]
-        kinds = {(m.gpu_name, m.gpu_count) for m in machines}
-        if len(kinds) > 1:
-            shown = ", ".join(f"node {i}: {m.gpu_count}x {m.gpu_name}" for i, m in enumerate(machines))
-            raise ClusterError(f"--on {cluster.name}: its members differ in GPUs ({shown}); "
-                               "gpubench runs only on alike members")
+        differ = gpu_disagreement([(m.node.index, machine.gpu_name, machine.gpu_count)
+                                   for m, machine in zip(members, machines)])
+        if differ:
+            raise ClusterError(f"--on {cluster.name}: {differ}; gpubench runs only on alike members")
     except BaseException:
         for member in members:
             member.launcher.close()

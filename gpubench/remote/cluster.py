@@ -71,12 +71,10 @@ class ClusterHosts:
         """The cluster itself, once every member has the same GPU type and count: a sweep
         over nodes compares like with like. A ledger edited by hand, or a provider that
         substituted a machine, is a MixedClusterError naming what each member has."""
-        kinds = {(n.host.gpu_name, n.host.gpu_count) for n in self.nodes}
-        if len(kinds) > 1:
-            said = ", ".join(f"node {n.index} {n.host.gpu_count or '?'}x {n.host.gpu_name or '?'}"
-                             for n in self.nodes)
-            raise MixedClusterError(f"cluster '{self.name}' mixes machines ({said}): its members must "
-                                    f"have the same GPU type and count")
+        differ = self.disagreement()
+        if differ:
+            raise MixedClusterError(f"cluster '{self.name}': {differ}; its members must have the "
+                                    f"same GPU type and count")
         return self
 
     @property
@@ -93,12 +91,18 @@ class ClusterHosts:
         """How the members differ in GPUs as the ledger knows them ('node 0: 8x A100,
         node 1: 4x A100'), or None when they are alike (or unknown: the machines are
         asked once connected)."""
-        kinds = {(n.host.gpu_name, n.host.gpu_count) for n in self.nodes}
-        if len(kinds) <= 1:
-            return None
-        shown = ", ".join(f"node {n.index}: {n.host.gpu_count}x {n.host.gpu_name or 'gpu'}"
-                          for n in self.nodes)
-        return f"its members differ in GPUs ({shown})"
+        return gpu_disagreement([(n.index, n.host.gpu_name, n.host.gpu_count) for n in self.nodes])
+
+
+def gpu_disagreement(members: list[tuple[int, str | None, int | None]]) -> str | None:
+    """The one rule for a cluster's members: the same GPU type and count. `members` is
+    (node index, GPU name, GPU count) as the ledger or the machines themselves say;
+    None when they are alike, else how they differ ('its members differ in GPUs
+    (node 0: 8x A100, node 1: 4x A100)')."""
+    if len({(name, count) for _, name, count in members}) <= 1:
+        return None
+    shown = ", ".join(f"node {i}: {count}x {name or 'gpu'}" for i, name, count in members)
+    return f"its members differ in GPUs ({shown})"
 
 
 def node_from_entry(entry: LedgerEntry, key_file: Path | None = None,

@@ -77,8 +77,8 @@ def test_members_that_disagree_are_refused_in_one_line(tmp_path):
     hosts = ClusterHosts("c", (node_from_entry(a), node_from_entry(b)))
     with pytest.raises(MixedClusterError) as e:
         hosts.check_uniform()
-    assert str(e.value) == ("cluster 'c' mixes machines (node 0 8x H100 SXM, node 1 4x H100 SXM): its "
-                            "members must have the same GPU type and count")
+    assert str(e.value) == ("cluster 'c': its members differ in GPUs (node 0: 8x H100 SXM, node 1: 4x "
+                            "H100 SXM); its members must have the same GPU type and count")
     assert isinstance(e.value, BadTargetError)
     same = ClusterHosts("c", (node_from_entry(a), node_from_entry(a)))
     assert same.check_uniform() is same
