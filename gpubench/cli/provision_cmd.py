@@ -147,6 +147,8 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: boo
         out(f"  node {node.index}{head}: {entry.name} ({req.provider} {entry.instance_id}) "
             f"{entry.ssh_user}@{entry.ssh_host}:{entry.ssh_port}{private}")
     out(f"  {network_line(req.provider, hosts)}")
+    for link in outcome.links:
+        out(f"  {link.line()}")
     if outcome.replaced:
         out(f"  replaced or refused on the way: {'; '.join(outcome.replaced[-3:])}")
     other = f"    gpubench ssh {name}:1  (node 1)" if nodes > 1 else ""
@@ -154,7 +156,8 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: boo
     out(f"  stop paying: gpubench down {name}")
     output.emit({"cluster": name, "network": hosts.network,
                  "seconds_to_ready": round(outcome.seconds_to_ready, 3),
-                 "members": [entry_document(m) for m in outcome.members]})
+                 "members": [entry_document(m) for m in outcome.members],
+                 "links": [link.as_json() for link in outcome.links]})
 
 
 def _gate(ledger):

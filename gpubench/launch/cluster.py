@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpubench.errors import UsageError
-from gpubench.launch import cluster_probe
+from gpubench.launch import cluster_link, cluster_probe
 from gpubench.launch.base import Launcher, LineSink, Machine, RunOutcome, SweepPoint, record_args
 from gpubench.launch.cluster_torchrun import (PG_TIMEOUT_ENV, NodeFacts, Rendezvous, comm_settings,
                                               endpoint_for, torchrun_command)
@@ -175,6 +175,7 @@ class ClusterLauncher(Launcher):
             "interconnect": [self._interconnect(p, head_address) for p in parts],
             "rank0_node": parts[record_rank].member.node.index if record_rank is not None else None,
             "lost_nodes": [p.member.describe() for p in parts if p.link_lost and p.member.lost],
+            **cluster_link.record_fields(hosts),
         }
         shown = [f"{self._where(workload, head_part.member)}/{arg}"
                  if arg == remote_script(workload) else arg for arg in head_part.command]

@@ -164,6 +164,7 @@ class ClusterOutcome:
     members: list[LedgerEntry]       # head first
     replaced: list[str] = field(default_factory=list)   # one line per machine replaced or refused
     seconds_to_ready: float = 0.0
+    links: list = field(default_factory=list)          # launch/cluster_link.LinkMeasure, per member
 
     @property
     def hosts(self) -> ClusterHosts:
@@ -215,7 +216,24 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
         raise ClusterError(f"cluster {name} on {provider.name} not completed: {why}; "
                            f"{_teardown_line(name, left)}") from None
     outcome.seconds_to_ready = time.monotonic() - started
+    outcome.links = measure_and_keep(ledger, outcome, progress)
     return outcome
+
+
+def measure_and_keep(ledger: Ledger, outcome: ClusterOutcome, progress: Progress) -> list:
+    """The head -> member links measured over the joining network, each said and kept
+    in its member's ledger row. A link that cannot be measured is said, not fatal."""
+    from gpubench import paths
+    from gpubench.launch import cluster_link
+
+    links = cluster_link.measure_links(outcome.hosts, paths.known_hosts_path())
+    by_index = {m.node_index: m for m in outcome.members}
+    for link in links:
+        progress("link", link.line())
+        if link.node in by_index:
+            cluster_link.keep(ledger, by_index[link.node], link)
+    outcome.members = ledger.cluster_members(outcome.name) or outcome.members
+    return links
 
 
 def _pool(provider: str, placement: Placement, rented: list[LedgerEntry], attempts: int) -> list[Offer]:

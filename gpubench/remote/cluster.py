@@ -33,6 +33,8 @@ class ClusterNode:
     index: int                    # 0 = the head, where the rendezvous runs
     private_ip: str | None = None
     port_map: dict[int, int] = field(default_factory=dict)  # container port -> public port
+    link: dict | None = None      # the head -> this member link as measured at provisioning
+    #                               (launch/cluster_link.LinkMeasure's JSON), where it was
 
     def address_for_peers(self, network: str) -> str:
         """The address the other members reach it at."""
@@ -109,7 +111,17 @@ def node_from_entry(entry: LedgerEntry, key_file: Path | None = None,
                     price: float | None = None) -> ClusterNode:
     ports = {int(k): int(v) for k, v in json.loads(entry.port_map).items()} if entry.port_map else {}
     return ClusterNode(host_from_entry(entry, key_file, price), int(entry.node_index or 0),
-                       entry.private_ip, ports)
+                       entry.private_ip, ports, _link_of(entry.gate))
+
+
+def _link_of(gate: str | None) -> dict | None:
+    """The measured link kept in a member's `gate` JSON (see launch/cluster_link.py)."""
+    try:
+        found = json.loads(gate) if gate else None
+    except ValueError:
+        return None
+    link = found.get("link") if isinstance(found, dict) else None
+    return link if isinstance(link, dict) else None
 
 
 def split_member(name: str) -> tuple[str, int | None]:

@@ -5,6 +5,7 @@ line; a member that dies mid-run; a member that never boots."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -72,6 +73,10 @@ def assert_down(cli, cloud, name: str = "c") -> None:
 def test_provision_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provider, workloads):
     out, err, members = provision(cli, cloud, provider)
     hosts = [m.ssh_host for m in members]
+    words = "the private network" if provider == "lambda" else "the public internet"
+    link = re.search(rf"link head->node1: ([0-9.]+) Gb/s over {words}", out)
+    assert link and float(link.group(1)) > 0, out + err
+    print(f"{provider} link head->node1: {link.group(1)} Gb/s")
     assert len(set(hosts)) == 2 and "127.0.0.1" not in hosts      # hosts of their own
     for workload in workloads:
         started = time.monotonic()
@@ -87,6 +92,8 @@ def test_provision_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provide
         want = [m.private_ip for m in members] if provider == "lambda" else hosts
         assert two["node_addresses"] == want
         assert "[node0] " in out and "[node1] " in out
+        assert [(x["node"], x["network"]) for x in two["links"]] == [(1, NETWORK[provider])]
+        assert "links" not in records[0]        # one node: no link in the run
         print(f"{provider} {workload}: run -> records in {time.monotonic() - started:.1f} s")
     assert_down(cli, cloud)
 
