@@ -51,6 +51,10 @@ def bench(
     hosts: Annotated[int, typer.Option(
         "--hosts", metavar="K", help="Run the same sweep on K machines of one GPU type, on distinct "
                                      "hosts; the report shows the spread across them.")] = 1,
+    nodes: Annotated[Optional[str], typer.Option(
+        "--nodes", help="Rent a cluster of the largest count's machines and sweep these node "
+                        "counts on it, e.g. 1,2 (torchrun c10d across the machines); --counts "
+                        "then gives the GPUs used on each node.")] = None,
     parallel: Annotated[bool, typer.Option(
         "--parallel", help="With --hosts: sweep the machines at once, not one after the other.")] = False,
     fmt: DocumentFormatOpt = "table",
@@ -77,13 +81,20 @@ def bench(
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
                        parallel=parallel, per_workload_args=own_args)
-    plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
-    machines = f"a {gpus}-GPU machine" if hosts == 1 else f"{hosts} {gpus}-GPU machines"
+    if nodes is not None:
+        from gpubench.bench_cluster import bench_cluster, parse_nodes, plan_cluster_bench
+
+        plan = plan_cluster_bench(req, parse_nodes(nodes))   # refuses --hosts > 1, and over budget
+        machines = f"{plan.size} {gpus}-GPU machines in one cluster"
+    else:
+        plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
+        machines = f"a {gpus}-GPU machine" if hosts == 1 else f"{hosts} {gpus}-GPU machines"
     with output.prompts():
         confirm_or_stop(f"Rent {machines} on {provider} for this bench ({plan.describe()}; "
                         "terminated at the end unless --keep)?",
                         "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
-    result = run_bench(req, store, out, plan=plan)
+    result = (bench_cluster(req, plan, store, out) if nodes is not None
+              else run_bench(req, store, out, plan=plan))
 
     from gpubench.report.hosts import host_sections
     from gpubench.report.render import render_report, render_section

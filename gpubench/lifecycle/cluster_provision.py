@@ -256,15 +256,22 @@ def take_down_cluster(ledger: Ledger, provider: Provider, name: str,
                       say: Callable[[str], None]) -> list[DownResult]:
     """Terminate every live member of cluster `name` and confirm each gone; the results
     of those that are not (their rows stay live: 'ls' shows them)."""
-    left = []
+    return [r for r in take_down_members(ledger, provider, name, say) if not r.gone]
+
+
+def take_down_members(ledger: Ledger, provider: Provider, name: str,
+                      say: Callable[[str], None]) -> list[DownResult]:
+    """Terminate every live member of cluster `name`, each confirmed gone through the
+    provider's API (a member whose link died is still listed there: it is terminated
+    like the others); every member's result, head first."""
+    results = []
     for entry in ledger.cluster_members(name):
         try:
             result = take_down_entry(ledger, entry, provider, TERMINATE_S, say)
         except Exception as e:     # one member's failure must not keep the others billing
             result = DownResult(entry.name, entry.provider, entry.instance_id, False, None, str(e))
-        if not result.gone:
-            left.append(result)
-    return left
+        results.append(result)
+    return results
 
 
 def _teardown_line(name: str, left: list[DownResult]) -> str:
