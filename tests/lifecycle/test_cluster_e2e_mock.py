@@ -186,3 +186,21 @@ def test_a_member_that_never_boots_leaves_nothing_rented(cloud, cli):
                                       for r in rows)
         assert ledger.cluster_members("c") == []
     assert not [ns for ns in netns.namespaces() if ns.startswith(cloud.engine.network.bridge + "-")]
+
+
+def test_bench_sweeps_node_counts_on_a_cluster_and_takes_every_member_down(cloud, cli, tmp_path):
+    second_vast_machine(cloud, 2)
+    code, out, err = cli("bench", "lambda", "--gpus", "2", "--nodes", "1,2", "--workload", "mnist-ddp",
+                         "--counts", "2", "--name", "bc", "--yes", "--no-preflight", "--repeat", "1",
+                         "--ssh-timeout", "60", "--results", str(tmp_path / "results"),
+                         "--", *TINY["mnist-ddp"])
+    assert code == 0, out + err
+    records = ResultsStore(tmp_path / "results").load().records
+    assert [(r["nodes"], r["world_size"], r["status"], r["cluster"]) for r in records] == [
+        (1, 2, "ok", "bc"), (2, 4, "ok", "bc")], out[-3000:]
+    assert records[1]["node_network"] == "private" and records[1]["links"][0]["gbps"] > 0
+    assert "link head->node1: " in out and "Gb/s over the private network" in out
+    assert "cluster bc: all 2 members terminated and confirmed gone" in out
+    assert cloud.engine.store.instances() == []
+    with Ledger() as ledger:
+        assert ledger.cluster_members("bc") == []
