@@ -11,6 +11,7 @@ from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOp
                                   MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, NoPreflightOpt, ProviderArg,
                                   RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
                                   WorkdirOpt, WorkloadArgsArg, YesOpt)
+from gpubench.cli.progress import Progress, QuietOpt
 from gpubench.cli.render import err, out
 
 
@@ -41,6 +42,7 @@ def bench(
     budget: BudgetOpt = None,
     no_preflight: NoPreflightOpt = False,
     repeat: RepeatOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
@@ -61,7 +63,8 @@ def bench(
     confirm_or_stop(f"Rent a {gpus}-GPU machine on {provider} for this bench ({plan.describe()}; "
                     "terminated at the end unless --keep)?",
                     "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
-    result = run_bench(req, store, out, plan=plan)
+    with Progress(quiet=quiet) as say:
+        result = run_bench(req, store, say, plan=plan)
 
     from gpubench.report.render import render_report
 

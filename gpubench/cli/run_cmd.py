@@ -10,6 +10,7 @@ import typer
 
 from gpubench.cli.options import (ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt, RemotePythonOpt,
                                   RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
+from gpubench.cli.progress import Progress, QuietOpt
 from gpubench.cli.render import out
 from gpubench.errors import UsageError
 
@@ -83,6 +84,7 @@ def run(
     preflight: PreflightOpt = False,
     yes: ProceedOpt = False,
     repeat: RepeatOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run WORKLOAD at each GPU count (on Slurm: at each node count, one sbatch job
     each) and print the speedup/cost table."""
@@ -122,21 +124,21 @@ def run(
             gpu_flag=gpu_flag, cpus_per_gpu=cpus_per_gpu, mem=mem,
             price_per_gpu_hour=price_per_gpu_hour, pending_timeout=pending_timeout,
             keep_dir=store.directory / "slurm" if store else None)
-    options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
-                            connect_wait=connect_wait, echo=out, scheme_options=scheme_options)
     if preflight:
         _preflight(on, remote_python, yes)
-    with open_launcher(on, options) as launcher:
+    with Progress(quiet=quiet) as say, open_launcher(on, LaunchOptions(
+            key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
+            connect_wait=connect_wait, echo=say, scheme_options=scheme_options)) as launcher:
         if on_slurm:
             from gpubench.launch.slurm.plan import dry_run_text, node_points
 
             points = points or node_points(launcher.machine(), node_counts, per_node)
             if dry_run:
-                out(dry_run_text(launcher, ref, points, list(workload_args or [])))
+                say(dry_run_text(launcher, ref, points, list(workload_args or [])))
                 return
         elif node_counts or per_node:
             points = grid(node_counts or [1], per_node or [1])
-        plan, result = sweep_new_run(launcher, ref, points, list(workload_args or []), store, out,
+        plan, result = sweep_new_run(launcher, ref, points, list(workload_args or []), store, say,
                                      timeout, force, repeat)
     if result.records:
         out(f"\n{len(result.records)} record(s) of run {plan.run_id} appended to "
