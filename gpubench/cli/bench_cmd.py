@@ -9,9 +9,8 @@ import typer
 from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, ForceOpt, GpuTypeOpt, ImageOpt,
                                   MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt, NoPreflightOpt, ProviderArg,
-                                  RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
+                                  QuietOpt, RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SshTimeoutOpt,
                                   WorkdirOpt, WorkloadArgsArg, YesOpt)
-from gpubench.cli.progress import Progress, QuietOpt
 from gpubench.cli.render import err, out
 
 
@@ -47,6 +46,7 @@ def bench(
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
     from gpubench.bench import BenchRequest, bench as run_bench, plan_bench
+    from gpubench.cli.progress import Progress
     from gpubench.results import ResultsStore
     from gpubench.sweep import parse_counts
 

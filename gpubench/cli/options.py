@@ -113,3 +113,7 @@ FORMAT_HELP = f"{spoken(FORMATS)}."
 
 ResultsOpt = Annotated[Optional[Path], typer.Option("--results", help=RESULTS_HELP)]
 FormatOpt = Annotated[str, typer.Option("--format", help=FORMAT_HELP)]
+
+# Live progress (cli/progress.py).
+QUIET_HELP = "Plain lines instead of the live progress display, and no step lines."
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)]

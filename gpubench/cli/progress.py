@@ -15,9 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Annotated, Callable
-
-import typer
+from typing import Callable
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -190,6 +188,3 @@ def _spinning(text: Text) -> Table:
     grid.add_row(Spinner("dots"), text)
     return grid
 
-
-QuietOpt = Annotated[bool, typer.Option(
-    "--quiet", "-q", help="Plain lines instead of the live progress display, and no step lines.")]

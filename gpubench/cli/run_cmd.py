@@ -8,9 +8,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from gpubench.cli.options import (ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt, RemotePythonOpt,
-                                  RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
-from gpubench.cli.progress import Progress, QuietOpt
+from gpubench.cli.options import (ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt, QuietOpt,
+                                  RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt, WorkloadArgsArg)
 from gpubench.cli.render import out
 from gpubench.errors import UsageError
 
@@ -90,6 +89,7 @@ def run(
     each) and print the speedup/cost table."""
     from gpubench import suite
     from gpubench.launch.factory import LaunchOptions, open_launcher
+    from gpubench.cli.progress import Progress
     from gpubench.results import ResultsStore
     from gpubench.sweep import grid, on_one_node, parse_counts, sweep_new_run
 
