@@ -7,21 +7,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-local}"
 
+# Each step says what it does and how long it took.
+step_started=0
+step() { step_started=$SECONDS; echo "[setup] $*"; }
+step_done() { echo "[setup]   done in $((SECONDS - step_started)) s"; }
+
 missing=()
 command -v rsync >/dev/null || missing+=(rsync)
 command -v ssh >/dev/null || missing+=(openssh-client)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-    echo "installing Debian packages: ${missing[*]}"
+    step "installing Debian packages: ${missing[*]}"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    step_done
 fi
 
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+    step "creating the virtual environment .venv"
     "$python" -m venv .venv
+    step_done
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]" 2>&1 \
-    | grep -v "^WARNING: Location" || true
+# pip's own lines, less its chatter: what it collects, then what it installs
+step "installing gpubench[$extras] into .venv (torch is a large wheel: most of this step)"
+.venv/bin/python -m pip install --progress-bar off --disable-pip-version-check -e ".[$extras]" 2>&1 \
+    | grep --line-buffered -E "^(Collecting|Processing|Installing collected|Successfully installed)|[Ee][Rr][Rr][Oo][Rr]" \
+    | sed -u -e 's/^/[setup]   /' -e 's/^\(.\{160\}\).*/\1 .../' || true
+step_done
 .venv/bin/python -c "import gpubench" || { echo "gpubench did not install" >&2; exit 1; }
