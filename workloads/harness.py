@@ -174,12 +174,12 @@ class ProgressPrinter:
     EVERY_S = 0.5
 
     def __init__(self, samples_per_step: int, unit: str = "samples/s",
-                 monitor: "GpuMonitor | None" = None, every_s: float = EVERY_S,
+                 monitor: "GpuMonitor | None" = None, every_s: float | None = None,
                  write: Callable[[str], None] | None = None) -> None:
         self.samples_per_step = samples_per_step
         self.unit = unit
         self.monitor = monitor
-        self.every_s = every_s
+        self.every_s = self.EVERY_S if every_s is None else every_s
         self._write = write or (lambda line: print(line, flush=True))
         self.begin("warmup", 0)
 
@@ -258,8 +258,9 @@ def measure(ctx: Dist, args: argparse.Namespace, step_fn: Callable[[int], None],
 def progress_for(ctx: Dist, args: argparse.Namespace,
                  monitor: "GpuMonitor | None" = None) -> ProgressPrinter | None:
     """Rank 0's progress printer (a sample is a batch element on every rank: the
-    rate is the global one); None on every other rank, so one line comes per run."""
-    if not ctx.is_main:
+    rate is the global one); None on every other rank, so one line comes per run,
+    and None with GPUBENCH_PROGRESS=off (benchmarks/progress_overhead.py)."""
+    if not ctx.is_main or os.environ.get("GPUBENCH_PROGRESS") == "off":
         return None
     return ProgressPrinter((args.batch_size or 1) * ctx.world_size, monitor=monitor)
 

@@ -1,0 +1,84 @@
+"""What live progress costs the measured window: the same `gpubench run mnist-ddp
+--gpus 1,2` with the live display (rich, as on a terminal: FORCE_COLOR=1) and the
+workload's progress lines, against `--quiet` with the progress lines turned off
+(GPUBENCH_PROGRESS=off), interleaved (A B A B ...) so that both see the same
+machine load. Each side's figure is the median throughput of its records per GPU
+count; the ratio is with over without (1.00: no cost).
+
+    .venv/bin/python benchmarks/progress_overhead.py [--pairs 3] [-- WORKLOAD_ARGS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GPUBENCH = [sys.executable, "-m", "gpubench"]
+
+SIDES = {
+    "with display": ({"FORCE_COLOR": "1"}, []),
+    "without": ({"GPUBENCH_PROGRESS": "off"}, ["--quiet"]),
+}
+
+
+def one_sweep(results: Path, env_extra: dict, flags: list[str], workload_args: list[str],
+              counts: str) -> tuple[float, int]:
+    """Run the sweep once; (its wall seconds, the bytes it printed)."""
+    results.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **env_extra}
+    started = time.perf_counter()
+    done = subprocess.run([*GPUBENCH, "run", "mnist-ddp", "--gpus", counts, "--repeat", "1",
+                           "--force", "--results", str(results), *flags, "--", *workload_args],
+                          env=env, cwd=REPO, capture_output=True, timeout=1800)
+    if done.returncode != 0:
+        sys.exit(f"the sweep failed:\n{done.stdout.decode()[-2000:]}{done.stderr.decode()[-2000:]}")
+    return time.perf_counter() - started, len(done.stdout)
+
+
+def throughputs(results: Path) -> dict[int, list[float]]:
+    found: dict[int, list[float]] = {}
+    for path in results.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("status") == "ok":
+                found.setdefault(record["gpu_count"], []).append(record["throughput"])
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--gpus", default="1,2")
+    parser.add_argument("workload_args", nargs="*", default=["--steps", "100", "--warmup", "3"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="progress-overhead-") as tmp:
+        walls: dict[str, list[float]] = {side: [] for side in SIDES}
+        printed: dict[str, int] = {}
+        for pair in range(args.pairs):
+            for side, (env_extra, flags) in SIDES.items():
+                wall, size = one_sweep(Path(tmp) / side, env_extra, flags, args.workload_args,
+                                       args.gpus)
+                walls[side].append(wall)
+                printed[side] = size
+                print(f"pair {pair + 1}: {side:13s} {wall:6.1f} s, {size} bytes printed", flush=True)
+        rates = {side: throughputs(Path(tmp) / side) for side in SIDES}
+    print()
+    print(f"{'gpus':>4}  {'with display':>14}  {'without':>14}  ratio (samples/s, median of {args.pairs})")
+    for count in sorted(rates["without"]):
+        with_, without = (statistics.median(rates[s].get(count, [float("nan")])) for s in SIDES)
+        print(f"{count:>4}  {with_:>14.1f}  {without:>14.1f}  {with_ / without:.3f}")
+    w, wo = (statistics.median(walls[s]) for s in SIDES)
+    print(f"whole sweep wall time: {w:.1f} s with the display, {wo:.1f} s without, {w / wo:.3f}")
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
