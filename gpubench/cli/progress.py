@@ -126,42 +126,44 @@ class Progress:
         self.close()
 
     def close(self) -> None:
-        with self._lock:
-            if self._live is not None:
-                self._live.stop()
-                self._live = None
+        live, self._live = self._live, None
+        if live is not None:  # outside our lock: stopping renders us once more
+            live.stop()
 
     # ------------------------------------------------------------------ input
     def __call__(self, line: str) -> None:
         self.say(line)
 
     def say(self, line: str) -> None:
+        # The state changes under the lock; the printing comes after it, since rich's
+        # Live holds its own lock while it asks for __rich__ (which takes ours).
         with self._lock:
-            now = self.clock()
-            if isinstance(line, RunStarted):
-                self.run = RunState(line, now)
-                self._plain_step_at = now
-                self._print(f"{line} (run {line.index} of {line.total})")
-            elif isinstance(line, RunStep):
-                self._on_step(line, now)
-            elif isinstance(line, RunEnded):
-                self.run = None
-                self._print(str(line))
-            else:
-                self._said = (str(line), now)
-                self._print(str(line))
+            shown = self._take(line, self.clock())
+        if shown is not None:
+            self.console.print(shown, markup=False, highlight=False)
 
-    def _on_step(self, step: RunStep, now: float) -> None:
+    def _take(self, line: str, now: float) -> str | None:
+        """Note what `line` says; returns what to print, or None."""
+        if isinstance(line, RunStarted):
+            self.run = RunState(line, now)
+            self._plain_step_at = now
+            return f"{line} (run {line.index} of {line.total})"
+        if isinstance(line, RunStep):
+            return self._on_step(line, now)
+        if isinstance(line, RunEnded):
+            self.run = None
+            return str(line)
+        self._said = (str(line), now)
+        return str(line)
+
+    def _on_step(self, step: RunStep, now: float) -> str | None:
         if self.run is None:
-            return
+            return None
         self.run.step, self.run.step_at = step, now
         if self.live or self.quiet or now - self._plain_step_at < self.plain_every_s:
-            return
+            return None
         self._plain_step_at = now
-        self._print(f"[{self.run.started.where}] {status_line(self.run, now, now - self.started_at)}")
-
-    def _print(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False)
+        return f"[{self.run.started.where}] {status_line(self.run, now, now - self.started_at)}"
 
     # ------------------------------------------------------------------ live rendering
     def __rich__(self):
