@@ -118,7 +118,7 @@ class Progress:
     def __enter__(self) -> "Progress":
         if self.live:
             self._live = Live(self, console=self.console, refresh_per_second=REFRESH_PER_S,
-                              transient=True, redirect_stdout=True, redirect_stderr=True)
+                              transient=True, redirect_stdout=True, redirect_stderr=False)
             self._live.start()
         return self
 
