@@ -30,13 +30,15 @@ if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
     step_done
 fi
-# pip's own lines, less its chatter: what it collects, then what it installs. No
+# pip's own lines, less its chatter: the packages gpubench names (not theirs), then
+# what it installs. No
 # byte-compiling of every installed module (torch, sympy, pandas: about 25 s of CPU on
 # 2 cores); Python compiles the few that are imported, once, on first use.
 step "installing gpubench[$extras] into .venv (torch is a large wheel: most of this step)"
 .venv/bin/python -m pip install --no-compile --progress-bar off --disable-pip-version-check \
     -e ".[$extras]" 2>&1 \
     | grep --line-buffered -E "^(Collecting|Processing|Installing collected|Successfully installed)|[Ee][Rr][Rr][Oo][Rr]" \
+    | grep --line-buffered -v -e "->" \
     | sed -u -e 's/^/[setup]   /' -e 's/^\(.\{160\}\).*/\1 .../' || true
 step_done
 .venv/bin/python -c "import gpubench" || { echo "gpubench did not install" >&2; exit 1; }

@@ -65,11 +65,12 @@ def spent_dollars(price_per_hour: float | None, seconds: float) -> float | None:
     return price_per_hour * seconds / 3600.0
 
 
-def status_line(run: RunState, now: float, spent_s: float) -> str:
+def status_line(run: RunState, now: float, spent_s: float, named: bool = True) -> str:
     """One line for a run: 'run 2 of 6 · mnist-ddp · 2 gpus · step 20/50 · 812.4 samples/s
-    · 0:05 elapsed · ETA 0:07 · $0.01 spent · GPU 87% 1.2 GB'."""
+    · 0:05 elapsed · ETA 0:07 · $0.01 spent · GPU 87% 1.2 GB'; from 'step' on when not
+    `named` (a plain line, whose prefix names the run)."""
     started, step = run.started, run.step
-    parts = [f"run {started.index} of {started.total}", started.workload, started.where]
+    parts = [f"run {started.index} of {started.total}", started.workload, started.where] if named else []
     if step is None:
         parts.append("starting")
     else:
@@ -163,7 +164,7 @@ class Progress:
         if self.live or self.quiet or now - self._plain_step_at < self.plain_every_s:
             return None
         self._plain_step_at = now
-        return f"[{self.run.started.where}] {status_line(self.run, now, now - self.started_at)}"
+        return f"[{self.run.started.where}] {status_line(self.run, now, now - self.started_at, named=False)}"
 
     # ------------------------------------------------------------------ live rendering
     def __rich__(self):
