@@ -153,6 +153,7 @@ class Progress:
             return self._on_step(line, now)
         if isinstance(line, RunEnded):
             self.run = None
+            self._said = (str(line), now)  # what the wait before the next run follows
             return str(line)
         self._said = (str(line), now)
         return str(line)
