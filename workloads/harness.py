@@ -190,7 +190,7 @@ class ProgressPrinter:
 
     def after_step(self, step: int) -> None:
         now = time.perf_counter()
-        if now - self._last < self.every_s:
+        if now - self._last < self.every_s or now <= self._last:
             return
         rate = (step - self._last_step) * self.samples_per_step / (now - self._last)
         util = mem = None
