@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from gpubench import runlogs, suite
+from gpubench import events, runlogs, suite
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.launch.failures import stop_reason
@@ -204,6 +204,7 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
     launcher.prepare(workload)
     failed: set[SweepPoint] = set()
     warned: set[str] = set()
+    runs = _Runs(sum(plan.repeat - have[p] for p in todo))
     for repeat in range(1, plan.repeat + 1):
         for point in todo:
             if point in failed or repeat <= have[point] or point in result.dropped:
@@ -213,8 +214,9 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
                 result.dropped[point] = f"{why_not} now"
                 echo(result.dropped[point])
                 continue
+            runs.index += 1
             stop = _run_one(launcher, plan, workload, machine, point, repeat, identity, store,
-                            echo, result, warned)
+                            echo, result, warned, runs)
             if result.records and result.records[-1]["status"] != "ok":
                 failed.add(point)
             if stop:
@@ -226,9 +228,11 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
 
 def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine: Machine,
              point: SweepPoint, repeat: int, identity: dict, store: ResultsStore,
-             echo: Callable[[str], None], result: SweepResult, warned: set[str]) -> str | None:
+             echo: Callable[[str], None], result: SweepResult, warned: set[str],
+             runs: "_Runs | None" = None) -> str | None:
     """Run one point once, record it and keep its output; returns why the sweep must
-    stop, or None."""
+    stop, or None. What it says goes to `echo`, the run's start, progress and end as
+    events (gpubench.events) a live display reads."""
     where = point.describe() + (f", run {repeat} of {plan.repeat}" if plan.repeat > 1 else "")
     prefix = f"[{where}] "
     name = runlogs.label(point, repeat, plan.repeat)
@@ -237,10 +241,18 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
                           f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"])
 
     def on_line(line: str) -> None:
+        step = events.step_from_line(line, prefix)
+        if step is not None:  # the workload's progress line: shown, not kept
+            echo(step)
+            return
         log.add(line)
         echo(prefix + line)
 
-    echo(f"{prefix}{plan.workload.name} on {machine.provider} ({machine.gpu_name})")
+    runs = runs or _Runs(1, 1)
+    echo(events.RunStarted(f"{prefix}{plan.workload.name} on {machine.provider} ({machine.gpu_name})",
+                           workload=plan.workload.name, where=where, index=runs.index,
+                           total=runs.total, provider=machine.provider, gpu_name=machine.gpu_name,
+                           price_per_hour=machine.price_per_hour))
     outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
     directory = getattr(store, "directory", None)  # a store of records only keeps no logs
     log_file = runlogs.relative_path(plan.run_id, name) if directory is not None else None
@@ -249,6 +261,9 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
         log.write(directory, log_file, outcome.output_tail, _log_footer(outcome, record))
     store.append(plan.run_id, record)
     result.records.append(record)
+    ok = record["status"] == "ok"
+    echo(events.RunEnded(f"{prefix}{'done' if ok else 'ended'} after {outcome.elapsed_seconds:.1f} s",
+                         ok=ok))
     if record["status"] != "ok":
         echo(f"{prefix}failed: {record['error']}")
         if directory is not None:
@@ -261,6 +276,14 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
     if outcome.failure is not None and outcome.failure.repeats:
         return stop_reason(outcome.failure, point.describe())
     return None
+
+
+@dataclass
+class _Runs:
+    """This sweep's runs (the skipped left out) and which of them is running."""
+
+    total: int
+    index: int = 0
 
 
 def _files_left(outcome: RunOutcome, prefix: str, where: str, echo: Callable[[str], None],

@@ -9,21 +9,38 @@ cd "$(dirname "$0")/.."
 extras="${1:-local}"
 case ",$extras," in *,plots,*) ;; *) extras="$extras,plots" ;; esac  # the report's page and figures
 
+# Each step says what it does and how long it took.
+step_started=0
+step() { step_started=$SECONDS; echo "[setup] $*"; }
+step_done() { echo "[setup]   done in $((SECONDS - step_started)) s"; }
+
 missing=()
 command -v rsync >/dev/null || missing+=(rsync)
 command -v ssh >/dev/null || missing+=(openssh-client)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-    echo "installing Debian packages: ${missing[*]}"
+    step "installing Debian packages: ${missing[*]}"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    step_done
 fi
 
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+    step "creating the virtual environment .venv"
     "$python" -m venv .venv
+    step_done
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]" 2>&1 \
-    | grep -v "^WARNING: Location" || true
+# pip's own lines, less its chatter: the packages gpubench names (not theirs), then
+# what it installs. No
+# byte-compiling of every installed module (torch, sympy, pandas: about 25 s of CPU on
+# 2 cores); Python compiles the few that are imported, once, on first use.
+step "installing gpubench[$extras] into .venv (torch is a large wheel: most of this step)"
+.venv/bin/python -m pip install --no-compile --progress-bar off --disable-pip-version-check \
+    -e ".[$extras]" 2>&1 \
+    | grep --line-buffered -E "^(Collecting|Processing|Installing collected|Successfully installed)|[Ee][Rr][Rr][Oo][Rr]" \
+    | grep --line-buffered -v -e "->" \
+    | sed -u -e 's/^/[setup]   /' -e 's/^\(.\{160\}\).*/\1 .../' || true
+step_done
 .venv/bin/python -c "import gpubench" || { echo "gpubench did not install" >&2; exit 1; }

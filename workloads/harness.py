@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 import torch
 import torch.distributed as dist
 
+import metrics
 import record_schema
 from flags import check_positive, common_parser  # noqa: F401  (the flags every workload shares)
 from record_schema import SCHEMA_VERSION
@@ -180,14 +181,61 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[k]
 
 
-def run_window(timer: StepTimer, step_fn: Callable[[int], None], warmup: int, steps: int) -> None:
-    """Run `warmup` untimed steps, then `steps` timed ones."""
+class ProgressPrinter:
+    """Rank 0's progress line (metrics.progress_line) at most once per EVERY_S.
+
+    Called after each step, outside the step's own timing and with no device sync:
+    between lines it costs one clock read; the rate is the host's view of the steps
+    queued since the previous line, which is what a progress display needs."""
+
+    EVERY_S = 0.5
+
+    def __init__(self, samples_per_step: int, unit: str = "samples/s",
+                 monitor: "GpuMonitor | None" = None, every_s: float | None = None,
+                 write: Callable[[str], None] | None = None) -> None:
+        self.samples_per_step = samples_per_step
+        self.unit = unit
+        self.monitor = monitor
+        self.every_s = self.EVERY_S if every_s is None else every_s
+        self._write = write or (lambda line: print(line, flush=True))
+        self.begin("warmup", 0)
+
+    def begin(self, phase: str, total: int) -> None:
+        self.phase, self.total = phase, total
+        self._start = self._last = time.perf_counter()
+        self._last_step = 0
+
+    def after_step(self, step: int) -> None:
+        now = time.perf_counter()
+        if now - self._last < self.every_s or now <= self._last:
+            return
+        rate = (step - self._last_step) * self.samples_per_step / (now - self._last)
+        util = mem = None
+        if self.monitor is not None and self.monitor.samples:
+            util, mem = self.monitor.samples[-1][:2]
+        self._write(metrics.progress_line(self.phase, step, self.total, now - self._start, rate,
+                                          self.unit, util, mem))
+        self._last, self._last_step = now, step
+
+
+def run_window(timer: StepTimer, step_fn: Callable[[int], None], warmup: int, steps: int,
+               progress: ProgressPrinter | None = None) -> None:
+    """Run `warmup` untimed steps, then `steps` timed ones; `progress` (rank 0's,
+    None elsewhere) hears of each step after it, outside the step's timing."""
+    if progress is not None:
+        progress.begin("warmup", warmup)
     for i in range(warmup):
         step_fn(i)
+        if progress is not None:
+            progress.after_step(i + 1)
     timer.start_window()
+    if progress is not None:
+        progress.begin("measure", steps)
     for i in range(steps):
         with timer.step():
             step_fn(warmup + i)
+        if progress is not None:
+            progress.after_step(i + 1)
     timer.stop_window()
 
 
@@ -215,12 +263,23 @@ def measure(ctx: Dist, args: argparse.Namespace, step_fn: Callable[[int], None],
             steps: int) -> StepTimer:
     """The measurement every workload makes: `args.warmup` untimed steps, then
     `steps` timed ones while the GPU is sampled, then (with --profile) a few
-    more under torch.profiler, outside the timed window so they cost it nothing."""
+    more under torch.profiler, outside the timed window so they cost it nothing.
+    Rank 0 prints a progress line now and then (ProgressPrinter); no other rank does."""
     timer = StepTimer(ctx.device, monitor=GpuMonitor.for_device(ctx.device))
-    run_window(timer, step_fn, args.warmup, steps)
+    run_window(timer, step_fn, args.warmup, steps, progress_for(ctx, args, timer.monitor))
     if args.profile:
         profile_steps(ctx, step_fn, args.profile, first_step=args.warmup + steps)
     return timer
+
+
+def progress_for(ctx: Dist, args: argparse.Namespace,
+                 monitor: "GpuMonitor | None" = None) -> ProgressPrinter | None:
+    """Rank 0's progress printer (a sample is a batch element on every rank: the
+    rate is the global one); None on every other rank, so one line comes per run,
+    and None with GPUBENCH_PROGRESS=off (benchmarks/progress_overhead.py)."""
+    if not ctx.is_main or os.environ.get("GPUBENCH_PROGRESS") == "off":
+        return None
+    return ProgressPrinter((args.batch_size or 1) * ctx.world_size, monitor=monitor)
 
 
 # --------------------------------------------------------------------------- GPU sampling

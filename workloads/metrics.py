@@ -114,3 +114,52 @@ def peak_tflops(device_name: str, precision: str, tf32: bool = False) -> float |
         if re.search(pattern, name):
             return peaks.get(key)
     return None
+
+
+# --------------------------------------------------------------------------- progress line
+# Rank 0 prints one machine-readable line now and then while a workload runs, for
+# gpubench to show as live progress (and to leave out of the run's log):
+#   GPUBENCH_PROGRESS phase=measure step=20 total=50 rate=812.4 unit=samples/s elapsed=2.31
+# phase is warmup or measure; rate is samples/s over the steps since the previous
+# line; elapsed is seconds since the phase began; gpu_util (%) and gpu_mem (bytes)
+# follow when the GPU is sampled. Values never hold a space.
+PROGRESS_TAG = "GPUBENCH_PROGRESS"
+PROGRESS_INTS = ("step", "total")
+PROGRESS_FLOATS = ("rate", "elapsed", "gpu_util", "gpu_mem")
+
+
+def progress_line(phase: str, step: int, total: int, elapsed: float, rate: float | None = None,
+                  unit: str = "samples/s", gpu_util: float | None = None,
+                  gpu_mem: float | None = None) -> str:
+    fields = [f"phase={phase}", f"step={step}", f"total={total}"]
+    if rate is not None:
+        fields += [f"rate={rate:.1f}", f"unit={unit.replace(' ', '_')}"]
+    fields.append(f"elapsed={elapsed:.2f}")
+    if gpu_util is not None:
+        fields.append(f"gpu_util={gpu_util:.0f}")
+    if gpu_mem is not None:
+        fields.append(f"gpu_mem={gpu_mem:.0f}")
+    return " ".join([PROGRESS_TAG, *fields])
+
+
+def parse_progress(line: str) -> dict | None:
+    """The fields of a progress line, typed; None for any other line (or a garbled one)."""
+    parts = line.strip().split()
+    if not parts or parts[0] != PROGRESS_TAG:
+        return None
+    fields: dict = {}
+    try:
+        for part in parts[1:]:
+            key, _, value = part.partition("=")
+            if key in PROGRESS_INTS:
+                fields[key] = int(value)
+            elif key in PROGRESS_FLOATS:
+                fields[key] = float(value)
+            elif key in ("phase", "unit"):
+                fields[key] = value
+    except ValueError:
+        return None
+    if "step" not in fields or "total" not in fields:
+        return None
+    fields.setdefault("phase", "measure")
+    return fields

@@ -9,7 +9,7 @@ import typer
 from gpubench.cli.confirm import confirm_or_stop
 from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
                                   GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
-                                  NoPreflightOpt, ProviderArg, RemotePythonOpt, RepeatOpt, ResultsOpt,
+                                  NoPreflightOpt, ProviderArg, QuietOpt, RemotePythonOpt, RepeatOpt, ResultsOpt,
                                   RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.render import err
@@ -58,10 +58,12 @@ def bench(
     parallel: Annotated[bool, typer.Option(
         "--parallel", help="With --hosts: sweep the machines at once, not one after the other.")] = False,
     fmt: DocumentFormatOpt = "table",
+    quiet: QuietOpt = False,
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
     from gpubench.bench import BenchRequest, bench as run_bench, plan_bench
+    from gpubench.cli.progress import progress_for
     from gpubench.results import ResultsStore
     from gpubench.sweep import parse_counts
 
@@ -93,8 +95,9 @@ def bench(
         confirm_or_stop(f"Rent {machines} on {provider} for this bench ({plan.describe()}; "
                         "terminated at the end unless --keep)?",
                         "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
-    result = (bench_cluster(req, plan, store, out) if nodes is not None
-              else run_bench(req, store, out, plan=plan))
+    with progress_for(output.as_json, quiet) as say:
+        result = (bench_cluster(req, plan, store, say) if nodes is not None
+                  else run_bench(req, store, say, plan=plan))
 
     from gpubench.report.hosts import host_sections
     from gpubench.report.render import render_report, render_section

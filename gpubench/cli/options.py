@@ -126,3 +126,7 @@ FormatOpt = Annotated[str, typer.Option("--format", help=FORMAT_HELP)]
 # one JSON document on stdout with the progress on stderr.
 DOCUMENT_FORMAT_HELP = "table (words for people) or json (one document on stdout; progress on stderr)."
 DocumentFormatOpt = Annotated[str, typer.Option("--format", help=DOCUMENT_FORMAT_HELP)]
+
+# Live progress (cli/progress.py).
+QUIET_HELP = "Plain lines instead of the live progress display, and no step lines."
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)]

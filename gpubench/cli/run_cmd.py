@@ -10,7 +10,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt,
-                                  RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt,
+                                  QuietOpt, RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt,
                                   WorkloadArgsArg)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.completion import workload_names
@@ -93,11 +93,13 @@ def run(
     yes: ProceedOpt = False,
     repeat: RepeatOpt = None,
     fmt: DocumentFormatOpt = "table",
+    quiet: QuietOpt = False,
 ) -> None:
     """Run WORKLOAD at each GPU count (on Slurm: at each node count, one sbatch job
     each) and print the speedup/cost table."""
     from gpubench import suite
     from gpubench.launch.factory import LaunchOptions, open_launcher
+    from gpubench.cli.progress import progress_for
     from gpubench.results import ResultsStore
     from gpubench.sweep import grid, on_one_node, parse_counts, sweep_new_run
 
@@ -143,12 +145,12 @@ def run(
             gpu_flag=gpu_flag, cpus_per_gpu=cpus_per_gpu, mem=mem,
             price_per_gpu_hour=price_per_gpu_hour, pending_timeout=pending_timeout,
             keep_dir=store.directory / "slurm" if store else None)
-    options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
-                            connect_wait=connect_wait, echo=out, scheme_options=scheme_options)
     if preflight:
         with output.prompts():
             _preflight(on, remote_python, yes, out)
-    with open_launcher(on, options) as launcher:
+    with progress_for(output.as_json, quiet) as say, open_launcher(on, LaunchOptions(
+            key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
+            connect_wait=connect_wait, echo=say, scheme_options=scheme_options)) as launcher:
         if on_slurm:
             from gpubench.launch.slurm.plan import dry_run_text, node_points
 
@@ -164,7 +166,7 @@ def run(
             points = cluster_points(launcher.machine(), on, node_counts, per_node)
         elif node_counts or per_node:
             points = grid(node_counts or [1], per_node or [1])
-        plan, result = sweep_new_run(launcher, ref, points, list(workload_args or []), store, out,
+        plan, result = sweep_new_run(launcher, ref, points, list(workload_args or []), store, say,
                                      timeout, force, repeat)
     if result.records:
         out(f"\n{len(result.records)} record(s) of run {plan.run_id} appended to "

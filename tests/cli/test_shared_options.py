@@ -44,6 +44,7 @@ USES = {
     "WorkdirOpt": {"run", "bench"},
     "RunTimeoutOpt": {"run", "bench"},
     "RepeatOpt": {"run", "bench"},
+    "QuietOpt": {"run", "bench"},
     "GoneTimeoutOpt": {"down"},
     "ResultsOpt": {"run", "bench", "report", "logs"},
     "FormatOpt": {"offers", "ls", "report", "workloads", "providers stats"},

@@ -1,0 +1,73 @@
+"""The workloads' progress line: paced, from rank 0 only, outside each step's timing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import harness
+import metrics
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+
+
+def ctx(rank: int, world: int = 2) -> harness.Dist:
+    return harness.Dist(rank, rank, world, torch.device("cpu"), "gloo")
+
+
+def args(**given) -> argparse.Namespace:
+    return argparse.Namespace(**{"warmup": 2, "profile": None, "batch_size": 64, **given})
+
+
+def test_the_printer_paces_its_lines_and_says_the_rate():
+    lines: list[str] = []
+    printer = harness.ProgressPrinter(128, write=lines.append, every_s=3600)
+    printer.begin("measure", 10)
+    for i in range(10):
+        printer.after_step(i + 1)
+    assert lines == []  # not yet due
+    printer.every_s = 0.0
+    time.sleep(0.01)
+    printer.after_step(11)
+    fields = metrics.parse_progress(lines[0])
+    assert (fields["phase"], fields["step"], fields["total"]) == ("measure", 11, 10)
+    assert fields["rate"] > 0 and fields["unit"] == "samples/s" and fields["elapsed"] > 0
+
+
+def test_only_rank_0_has_a_printer_and_its_rate_is_global():
+    assert harness.progress_for(ctx(1), args()) is None
+    printer = harness.progress_for(ctx(0), args())
+    assert printer.samples_per_step == 128  # 64 per rank, 2 ranks
+
+
+@pytest.mark.parametrize("rank,expected", [(0, True), (1, False)])
+def test_measure_prints_progress_from_rank_0_only(rank, expected, capsys, monkeypatch):
+    monkeypatch.setattr(harness.ProgressPrinter, "EVERY_S", 0.0)
+    harness.measure(ctx(rank), args(), lambda step: time.sleep(0.002), steps=5)
+    progress = [l for l in capsys.readouterr().out.splitlines() if metrics.parse_progress(l)]
+    assert bool(progress) is expected
+    if expected:  # warm-up steps, then the measured ones, each phase counted from 1
+        phases = [(f["phase"], f["step"], f["total"]) for f in map(metrics.parse_progress, progress)]
+        assert phases[:2] == [("warmup", 1, 2), ("warmup", 2, 2)]
+        assert phases[-1] == ("measure", 5, 5)
+
+
+@pytest.mark.slow
+def test_a_two_process_run_prints_progress_from_rank_0_only(tmp_path):
+    """torchrun's --tee keeps each rank's stdout apart."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                    "--nproc_per_node=2", "--tee=3", f"--log-dir={tmp_path}",
+                    str(WORKLOADS / "mnist_ddp.py"), "--steps", "30", "--warmup", "1"],
+                   env=env, check=True, capture_output=True, timeout=240)
+    by_rank = {int(p.parent.name): p.read_text() for p in tmp_path.rglob("stdout.log")}
+    assert sorted(by_rank) == [0, 1]
+    assert "GPUBENCH_PROGRESS" in by_rank[0]
+    assert "GPUBENCH_PROGRESS" not in by_rank[1]
