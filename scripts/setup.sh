@@ -36,7 +36,7 @@ fi
 # what it installs. No
 # byte-compiling of every installed module (torch, sympy, pandas: about 25 s of CPU on
 # 2 cores); Python compiles the few that are imported, once, on first use.
-step "installing gpubench[$extras] into .venv (torch is a large wheel: most of this step)"
+step "installing this checkout with its extras ($extras) into .venv (torch is a large wheel: most of this step)"
 .venv/bin/python -m pip install --no-compile --progress-bar off --disable-pip-version-check \
     -e ".[$extras]" 2>&1 \
     | grep --line-buffered -E "^(Collecting|Processing|Installing collected|Successfully installed)|[Ee][Rr][Rr][Oo][Rr]" \
