@@ -372,7 +372,7 @@ def _root(engine) -> dict:
                        **({"interruptible": True} if bid is not None else {})})
             if inst is not None:
                 if bid is not None:
-                    inst = _mutate(inst.id, lambda i: setattr(i, "price_per_hour", bid * i.gpu_count))
+                    inst = _mutate(inst.id, lambda i: setattr(i, "price_per_hour", round(bid * i.gpu_count, 4)))
                 return _pod(inst, engine)
             if err.body["detail"] != runpod_api.NO_CAPACITY:
                 raise GraphQLError(err.body["detail"])
