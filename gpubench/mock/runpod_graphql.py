@@ -312,7 +312,8 @@ def _pod(inst: MockInstance, engine) -> dict:
             "env": [f"{k}={v}" for k, v in env.items()], "gpuCount": inst.gpu_count,
             "imageName": x.get("image", ""), "lastStatusChange": f"{status.capitalize()}: mock",
             "machineId": f"mock{inst.region.lower()}", "memoryInGb": float(dc.pod_memory_gb(inst.gpu_count)),
-            "podType": "INTERRUPTABLE" if x.get("interruptible") else "RESERVED", "port": None, "ports": ",".join(ports),
+            "podType": "INTERRUPTABLE" if x.get("interruptible") else "RESERVED", "port": None,
+            "ports": ",".join(ports),
             "uptimeSeconds": runtime["uptimeInSeconds"] if runtime else 0,
             "vcpuCount": float(dc.pod_vcpus(inst.gpu_count)), "volumeInGb": float(x.get("volume_gb", 0)),
             "volumeMountPath": x.get("volume_mount_path", "/runpod-volume"), "runtime": runtime,
@@ -419,7 +420,8 @@ def _root(engine) -> dict:
     return {"gpuTypes": gpu_types, "countryCodes": lambda info: sorted({_country(d) for d in
                                                                          catalog.RUNPOD_DATACENTERS}),
             "dataCenters": lambda info: _data_centers(), "myself": lambda info: _myself(engine), "pod": pod,
-            "podFindAndDeployOnDemand": deploy, "podRentInterruptable": rent_interruptible, "podStop": stop, "podResume": resume,
+            "podFindAndDeployOnDemand": deploy, "podRentInterruptable": rent_interruptible,
+            "podStop": stop, "podResume": resume,
             "podTerminate": terminate, "updateUserSettings": update_user}
 
 
