@@ -215,3 +215,33 @@ def runpod_slots(gpu: GpuModel) -> dict[str, dict[str, int]]:
 
 def runpod_price(gpu: GpuModel, cloud: str) -> float:
     return gpu.runpod_secure if cloud == "SECURE" else gpu.runpod_community
+
+
+@dataclass(frozen=True)
+class RunPodDataCenter:
+    """What the machines of one RunPod data center offer a pod: where a deploy's placement
+    filters (country, vCPUs, memory, public IP, CUDA, network speed, disk) are checked."""
+    id: str
+    country: str                  # ISO 3166 alpha-2, as countryCode filters it
+    vcpus_per_gpu: int
+    memory_gb_per_gpu: int
+    public_ip: bool               # whether its hosts give pods a public IP (TCP ports need one)
+    cuda: tuple[str, ...]         # CUDA versions its hosts' drivers support
+    download_mbps: int
+    upload_mbps: int
+    disk_gb_per_gpu: int          # container disk plus volume a pod may take, per GPU
+
+    def pod_vcpus(self, gpus: int) -> int:
+        return self.vcpus_per_gpu * gpus
+
+    def pod_memory_gb(self, gpus: int) -> int:
+        return self.memory_gb_per_gpu * gpus
+
+
+# Differ enough that every filter picks out some data centers and not others.
+RUNPOD_DC_SPECS = {dc.id: dc for dc in (
+    RunPodDataCenter("US-KS-2", "US", 16, 125, True, ("12.4", "12.6", "12.8"), 5000, 2000, 1000),
+    RunPodDataCenter("US-TX-3", "US", 12, 94, True, ("12.4", "12.6", "12.8", "12.9"), 2000, 1000, 500),
+    RunPodDataCenter("EU-RO-1", "RO", 8, 62, True, ("12.2", "12.4", "12.6", "12.8"), 1000, 800, 400),
+    RunPodDataCenter("CA-MTL-1", "CA", 6, 46, False, ("11.8", "12.0", "12.1", "12.2"), 500, 300, 200),
+)}

@@ -1,6 +1,7 @@
 """RunPod's legacy GraphQL API (POST /graphql): the subset the official `runpod` 1.12 SDK uses.
 
-get_gpus / get_gpu (gpuTypes, lowestPrice), create_pod (podFindAndDeployOnDemand), get_pods /
+get_gpus / get_gpu (gpuTypes, lowestPrice), create_pod (podFindAndDeployOnDemand; besides,
+podRentInterruptable at a bid), get_pods /
 get_pod (myself.pods, pod), stop/resume/terminate (podStop, podResume, podTerminate), and the
 account key (myself.pubKey, updateUserSettings); besides, the documented pod queries (runtime
 gpus and container, containerRegistryAuthId) and the catalog fields other tools read (gpuhunt:
@@ -8,13 +9,20 @@ countryCodes, dataCenters, maxGpuCount*, lowestPrice.availableGpuCounts), which 
 without an API key may ask for as RunPod allows. Queries are parsed, validated and executed by
 graphql-core against the schema below, on the same pods as REST v2.
 
+A deploy lands only in a data center that meets its placement filters (country, data center,
+cloud, vCPUs, memory, public IP, network speed, disk, CUDA versions, GPU count and free GPUs; see
+Placement and catalog.RUNPOD_DC_SPECS); where none does, it is refused in the real API's words
+(runpod_api.NO_CAPACITY), as an `errors` entry beside a null pod.
+
 RunPod turns GraphQL off in early 2027: this module is self-contained so that deleting it (and
 its one import in server.py) removes it.
 """
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import dataclass
 
 from graphql import GraphQLError, build_schema, graphql_sync, parse, validate
 
@@ -45,6 +53,15 @@ input PodFindAndDeployOnDemandInput {
   allowedCudaVersions: [String], minCudaVersion: String, minDownload: Int, minUpload: Int,
   containerRegistryAuthId: String, gpuTypeIdList: [String], dataCenterIds: [String],
   globalNetwork: Boolean
+}
+input PodRentInterruptableInput {
+  bidPerGpu: Float!, name: String, imageName: String, gpuTypeId: String, cloudType: CloudTypeEnum,
+  gpuCount: Int, supportPublicIp: Boolean, startSsh: Boolean, startJupyter: Boolean, dataCenterId: String,
+  countryCode: String, containerDiskInGb: Int, volumeInGb: Int, volumeMountPath: String,
+  minVcpuCount: Int, minMemoryInGb: Int, dockerArgs: String, ports: String,
+  env: [EnvironmentVariableInput], templateId: String, networkVolumeId: String,
+  allowedCudaVersions: [String], minCudaVersion: String, minDownload: Int, minUpload: Int,
+  containerRegistryAuthId: String, volumeKey: String
 }
 input PodStopInput { podId: String! }
 input PodResumeInput { podId: String!, gpuCount: Int }
@@ -93,6 +110,7 @@ type Query {
 }
 type Mutation {
   podFindAndDeployOnDemand(input: PodFindAndDeployOnDemandInput!): Pod
+  podRentInterruptable(input: PodRentInterruptableInput!): Pod
   podStop(input: PodStopInput!): Pod
   podResume(input: PodResumeInput!): Pod
   podTerminate(input: PodTerminateInput!): Boolean
@@ -141,14 +159,87 @@ def _catalog_only(req: Request) -> bool:
 
 
 def _country(dc_id: str) -> str:
-    """"US-KS-2" -> "US", "EU-RO-1" -> "RO": the country a data center id names."""
-    parts = dc_id.split("-")
-    return parts[1] if parts[0] == "EU" and len(parts) > 1 else parts[0]
+    return catalog.RUNPOD_DC_SPECS[dc_id].country
 
 
 def _data_centers() -> list[dict]:
     return [{"id": k, "name": n, "location": n, "listed": True, "storageSupport": True, "compliance": []}
             for k, (n, _region) in catalog.RUNPOD_DATACENTERS.items()]
+
+
+# ------------------------------------------------------------------ placement
+
+_PORT = re.compile(r"^(\d{1,5})/(http|tcp|udp)$")
+
+
+def _cuda(version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in version.split("."))
+    except ValueError:
+        raise GraphQLError(f"invalid CUDA version {version!r}") from None
+
+
+def _ports(text: str | None) -> list[str]:
+    """"8888/http,22/tcp" -> ["8888/http", "22/tcp"]; a malformed entry is refused."""
+    ports = [p for p in (text or "").replace(" ", "").split(",") if p]
+    for p in ports:
+        m = _PORT.match(p)
+        if m is None or not 1 <= int(m.group(1)) <= 65535:
+            raise GraphQLError(f"invalid port {p!r}: expected PORT/http or PORT/tcp, e.g. 22/tcp")
+    return ports
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a deploy input asks of the data center its pod lands in: the filters of
+    podFindAndDeployOnDemand and podRentInterruptable that the released SDK sends."""
+    gpus: int = 1
+    data_center: str | None = None
+    country: str | None = None
+    min_vcpus: int = 0
+    min_memory_gb: int = 0
+    public_ip: bool = False
+    min_download: int = 0
+    min_upload: int = 0
+    disk_gb: int = 0              # container disk plus volume
+    cuda_allowed: tuple[str, ...] = ()
+    min_cuda: str | None = None
+
+    @classmethod
+    def of(cls, input: dict, ports: list[str]) -> "Placement":
+        gpus = input.get("gpuCount") or 1
+        if gpus < 1:
+            raise GraphQLError(f"gpuCount must be at least 1, not {gpus}")
+        for version in [*(input.get("allowedCudaVersions") or []), input.get("minCudaVersion") or "0"]:
+            _cuda(version)
+        return cls(gpus=gpus, data_center=input.get("dataCenterId"), country=input.get("countryCode"),
+                   min_vcpus=input.get("minVcpuCount") or 0, min_memory_gb=input.get("minMemoryInGb") or 0,
+                   # TCP ports are reached on the host's public IP, so they need one as well
+                   public_ip=bool(input.get("supportPublicIp")) or any(p.endswith("/tcp") for p in ports),
+                   min_download=input.get("minDownload") or 0, min_upload=input.get("minUpload") or 0,
+                   disk_gb=(input.get("containerDiskInGb") or 0) + (input.get("volumeInGb") or 0),
+                   cuda_allowed=tuple(input.get("allowedCudaVersions") or ()),
+                   min_cuda=input.get("minCudaVersion"))
+
+    def fits(self, dc: catalog.RunPodDataCenter) -> bool:
+        cuda = [_cuda(v) for v in dc.cuda]
+        return (self.data_center in (None, dc.id) and self.country in (None, dc.country)
+                and dc.pod_vcpus(self.gpus) >= self.min_vcpus
+                and dc.pod_memory_gb(self.gpus) >= self.min_memory_gb
+                and (dc.public_ip or not self.public_ip)
+                and dc.download_mbps >= self.min_download and dc.upload_mbps >= self.min_upload
+                and dc.disk_gb_per_gpu * self.gpus >= self.disk_gb
+                and (not self.cuda_allowed or any(_cuda(v) in cuda for v in self.cuda_allowed))
+                and (self.min_cuda is None or max(cuda) >= _cuda(self.min_cuda)))
+
+    def data_centers(self, gpu: catalog.GpuModel, cloud: str) -> list[str]:
+        """The data centers of `cloud` that offer `gpu` and meet every filter."""
+        return [dc for dc in catalog.runpod_slots(gpu)[cloud] if self.fits(catalog.RUNPOD_DC_SPECS[dc])]
+
+
+def min_bid(gpu: catalog.GpuModel) -> float:
+    """The lowest interruptible bid per GPU-hour the mock accepts."""
+    return round(gpu.runpod_community * 0.5, 2)
 
 
 # ------------------------------------------------------------------ values
@@ -159,24 +250,30 @@ def _gpu_type(g: catalog.GpuModel, engine) -> dict:
         count = input.get("gpuCount") or 1
         secure = input.get("secureCloud")
         clouds = ["SECURE"] if secure else ["COMMUNITY"] if secure is False else ["SECURE", "COMMUNITY"]
-        want_dc, want_country = input.get("dataCenterId"), input.get("countryCode")
+        want = Placement(gpus=count, data_center=input.get("dataCenterId"), country=input.get("countryCode"),
+                         min_vcpus=input.get("minVcpuCount") or 0, min_memory_gb=input.get("minMemoryInGb") or 0,
+                         public_ip=bool(input.get("supportPublicIp")), min_download=input.get("minDownload") or 0,
+                         min_upload=input.get("minUpload") or 0,
+                         disk_gb=input.get("totalDisk") or input.get("minDisk") or 0)
         slots = {(c, dc): n for c in clouds for dc, n in runpod_api.free_gpus(engine, g, c).items()
-                 if want_dc in (None, dc) and want_country in (None, _country(dc))}
+                 if want.fits(catalog.RUNPOD_DC_SPECS[dc])}
+        specs = [catalog.RUNPOD_DC_SPECS[dc] for _c, dc in slots]
         total = {(c, dc): n for c in clouds for dc, n in catalog.runpod_slots(g)[c].items()
                  if (c, dc) in slots}
         free = max(slots.values(), default=0)
-        price = min(catalog.runpod_price(g, c) for c in clouds)
+        # the cheapest cloud that can place it (Romania, say, is in the 4090's secure cloud only)
+        price = min((catalog.runpod_price(g, c) for (c, _dc), n in slots.items() if n >= count), default=None)
         rented, offered = sum(total.values()) - sum(slots.values()), sum(total.values())
-        return {"gpuName": g.runpod_name, "gpuTypeId": g.runpod_id, "minimumBidPrice": None,
-                "uninterruptablePrice": price if free >= count else None, "minMemory": 64 * count,
-                "minVcpu": 16 * count, "stockStatus": runpod_api.availability_level(free, count).capitalize()
+        return {"gpuName": g.runpod_name, "gpuTypeId": g.runpod_id, "minimumBidPrice": min_bid(g),
+                "uninterruptablePrice": price, "minMemory": min((d.pod_memory_gb(count) for d in specs), default=0),
+                "minVcpu": min((d.pod_vcpus(count) for d in specs), default=0), "stockStatus": runpod_api.availability_level(free, count).capitalize()
                 if free >= count else None,
                 "availableGpuCounts": [n for n in range(1, min(free, 8) + 1)],
                 "maxUnreservedGpuCount": min(free, 8), "rentedCount": rented, "totalCount": offered,
                 "rentalPercentage": round(rented / offered, 4) if offered else 0.0, "compliance": [],
-                "countryCode": want_country, "minDisk": input.get("minDisk"),
+                "countryCode": want.country, "minDisk": input.get("minDisk"),
                 "minDownload": input.get("minDownload"), "minUpload": input.get("minUpload"),
-                "supportPublicIp": True}
+                "supportPublicIp": all(d.public_ip for d in specs)}
 
     return {"id": g.runpod_id, "displayName": g.runpod_name, "manufacturer": "Nvidia",
             "memoryInGb": g.memory_gb, "cudaCores": 0, "secureCloud": True, "communityCloud": True,
@@ -194,6 +291,7 @@ def _gpu_type(g: catalog.GpuModel, engine) -> dict:
 
 def _pod(inst: MockInstance, engine) -> dict:
     x = inst.extra
+    dc = catalog.RUNPOD_DC_SPECS[inst.region]
     status = runpod_api.status_of(inst)
     running = status == "RUNNING"
     ports = x.get("ports", [])
@@ -213,10 +311,11 @@ def _pod(inst: MockInstance, engine) -> dict:
             "desiredStatus": desired, "dockerArgs": x.get("args", ""), "dockerId": None,
             "env": [f"{k}={v}" for k, v in env.items()], "gpuCount": inst.gpu_count,
             "imageName": x.get("image", ""), "lastStatusChange": f"{status.capitalize()}: mock",
-            "machineId": f"mock{inst.region.lower()}", "memoryInGb": 64.0 * inst.gpu_count,
-            "podType": "RESERVED", "port": None, "ports": ",".join(ports),
+            "machineId": f"mock{inst.region.lower()}", "memoryInGb": float(dc.pod_memory_gb(inst.gpu_count)),
+            "podType": "INTERRUPTABLE" if x.get("interruptible") else "RESERVED", "port": None,
+            "ports": ",".join(ports),
             "uptimeSeconds": runtime["uptimeInSeconds"] if runtime else 0,
-            "vcpuCount": 16.0 * inst.gpu_count, "volumeInGb": float(x.get("volume_gb", 0)),
+            "vcpuCount": float(dc.pod_vcpus(inst.gpu_count)), "volumeInGb": float(x.get("volume_gb", 0)),
             "volumeMountPath": x.get("volume_mount_path", "/runpod-volume"), "runtime": runtime,
             "machine": {"podHostId": f"{inst.id}-{inst.id.encode().hex()[:8]}",
                         "gpuDisplayName": engine.runpod_gpus[inst.gpu_name].runpod_name
@@ -245,29 +344,44 @@ def _root(engine) -> dict:
         inst = engine.store.get(PROVIDER, input["podId"])
         return _pod(inst, engine) if inst else None
 
-    def deploy(info, input):
+    def deploy(info, input, bid: float | None = None):
         gpu_id = input.get("gpuTypeId")
         if not gpu_id:
             raise GraphQLError("gpuTypeId is required for podFindAndDeployOnDemand")
+        g = engine.runpod_gpus.get(gpu_id)
+        if g is None:
+            raise GraphQLError(f"unknown GPU type id {gpu_id!r}")
+        if bid is not None and bid < min_bid(g):
+            raise GraphQLError(f"bidPerGpu {bid} is below the minimum bid of {min_bid(g)} for {gpu_id}")
         cloud = input.get("cloudType") or "ALL"
         env = {e["key"]: e["value"] for e in (input.get("env") or [])}
-        ports = [p for p in (input.get("ports") or "").replace(" ", "").split(",") if p]
-        last = None
+        ports = _ports(input.get("ports"))
+        want = Placement.of(input, ports)
         for c in (["SECURE", "COMMUNITY"] if cloud == "ALL" else [cloud]):
+            places = want.data_centers(g, c)
+            if not places:
+                continue
             inst, err = runpod_api.create_pod(
                 engine, name=input.get("name") or "", image=input.get("imageName") or "",
-                gpu_id=gpu_id, count=input.get("gpuCount") or 1, cloud=c,
-                data_centers=[input["dataCenterId"]] if input.get("dataCenterId") else [],
+                gpu_id=gpu_id, count=want.gpus, cloud=c, data_centers=places,
                 disk=input.get("containerDiskInGb") or 10, ports=ports, env=env,
                 start_ssh=input.get("startSsh", True),
                 extra={"args": input.get("dockerArgs") or "", "volume_gb": input.get("volumeInGb") or 0,
                        "registry_auth": input.get("containerRegistryAuthId"),
                        "template_id": input.get("templateId"),
-                       "volume_mount_path": input.get("volumeMountPath") or "/runpod-volume"})
+                       "volume_mount_path": input.get("volumeMountPath") or "/runpod-volume",
+                       **({"interruptible": True} if bid is not None else {})})
             if inst is not None:
+                if bid is not None:
+                    inst = _mutate(inst.id, lambda i: setattr(i, "price_per_hour", round(bid * i.gpu_count, 4)))
                 return _pod(inst, engine)
-            last = err
-        raise GraphQLError(last.body["detail"] if last else runpod_api.NO_CAPACITY)
+            if err.body["detail"] != runpod_api.NO_CAPACITY:
+                raise GraphQLError(err.body["detail"])
+        # the real API's words when no machine meets the request
+        raise GraphQLError(runpod_api.NO_CAPACITY)
+
+    def rent_interruptible(info, input):
+        return deploy(info, input, bid=input["bidPerGpu"])
 
     def _get(pod_id: str, message: str) -> MockInstance:
         inst = engine.store.get(PROVIDER, pod_id)
@@ -306,7 +420,8 @@ def _root(engine) -> dict:
     return {"gpuTypes": gpu_types, "countryCodes": lambda info: sorted({_country(d) for d in
                                                                          catalog.RUNPOD_DATACENTERS}),
             "dataCenters": lambda info: _data_centers(), "myself": lambda info: _myself(engine), "pod": pod,
-            "podFindAndDeployOnDemand": deploy, "podStop": stop, "podResume": resume,
+            "podFindAndDeployOnDemand": deploy, "podRentInterruptable": rent_interruptible,
+            "podStop": stop, "podResume": resume,
             "podTerminate": terminate, "updateUserSettings": update_user}
 
 
