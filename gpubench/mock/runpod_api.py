@@ -17,12 +17,14 @@ from __future__ import annotations
 import re
 import secrets
 import string
+import sys
 import time
 from datetime import datetime, timezone
 from urllib.parse import unquote
 
 from gpubench.mock import catalog
 from gpubench.mock import billing
+from gpubench.mock import runpod_clusters
 from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.web import Request, Response
@@ -104,11 +106,9 @@ def handle(req: Request, engine) -> Response:
 
 
 def _route(req: Request, engine) -> Response:
-    from gpubench.mock import runpod_clusters    # it builds on this module
-
     p, m = req.path.rstrip("/"), req.method
     if p.startswith(("/v2/clusters", "/v2/billing/clusters")):
-        found = runpod_clusters.route(req, engine)
+        found = runpod_clusters.route(req, engine, sys.modules[__name__])
         if found is not None:
             return found
     if p == "/v2/catalog/gpus" and m == "GET":

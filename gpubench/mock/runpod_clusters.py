@@ -23,9 +23,9 @@ import secrets
 import string
 import time
 from pathlib import Path
+from types import ModuleType
 
 from gpubench.mock import billing, netns
-from gpubench.mock import runpod_api as api
 from gpubench.mock.web import Request, Response
 
 MEMBERSHIP_FILE = "runpod_clusters.json"
@@ -43,41 +43,42 @@ def is_member(inst) -> bool:
     return isinstance(inst.extra.get("cluster"), dict)
 
 
-def route(req: Request, engine) -> Response | None:
-    """The answer for a cluster path, or None when `req` is not one."""
+def route(req: Request, engine, api: ModuleType) -> Response | None:
+    """The answer for a cluster path, or None when `req` is not one. `api` is the pod
+    API module (runpod_api) these members are pods of: handed in, since it routes here."""
     p, m = req.path.rstrip("/"), req.method
     if p == "/v2/clusters":
         if m == "GET":
-            return api._ok({"clusters": [render(engine, pods) for pods in _clusters(engine).values()]})
+            return api._ok({"clusters": [render(engine, pods, api) for pods in _clusters(engine, api).values()]})
         if m == "POST":
-            return _create(req, engine)
+            return _create(req, engine, api)
         return api._not_allowed("GET, POST")
     if mt := _CLUSTER_PODS.match(p):
         if m != "GET":
             return api._not_allowed("GET")
-        pods = _clusters(engine).get(mt.group(1))
+        pods = _clusters(engine, api).get(mt.group(1))
         if not pods:
             return api.problem(404, "cluster not found")
         return api._ok({"pods": [api.render(engine, i) for i in pods]})
     if mt := _CLUSTER.match(p):
         if m not in ("GET", "PATCH", "DELETE"):
             return api._not_allowed("GET, PATCH, DELETE")
-        pods = _clusters(engine).get(mt.group(1))
+        pods = _clusters(engine, api).get(mt.group(1))
         if not pods:
             return api.problem(404, "cluster not found")
         if m == "GET":
-            return api._ok(render(engine, pods))
+            return api._ok(render(engine, pods, api))
         if m == "DELETE":
             for inst in pods:
                 billing.terminate(engine, inst)   # a terminate-lies fault answers the same and keeps them
             return api._ok(None, 204)
-        return _rename(req, engine, mt.group(1))
+        return _rename(req, engine, mt.group(1), api)
     if p == "/v2/billing/clusters" and m == "GET":
-        return _billing(req, engine)
+        return _billing(req, engine, api)
     return None
 
 
-def _clusters(engine) -> dict[str, list]:
+def _clusters(engine, api: ModuleType) -> dict[str, list]:
     """cluster id -> its live member pods, rank order."""
     out: dict[str, list] = {}
     for inst in engine.store.instances(api.PROVIDER):
@@ -88,7 +89,7 @@ def _clusters(engine) -> dict[str, list]:
     return out
 
 
-def render(engine, pods: list) -> dict:
+def render(engine, pods: list, api: ModuleType) -> dict:
     first = pods[0].extra["cluster"]
     statuses = [api.status_of(i) for i in pods]
     by_status: dict[str, int] = {}
@@ -107,7 +108,7 @@ def render(engine, pods: list) -> dict:
     }
 
 
-def _validate(body: dict) -> list[str]:
+def _validate(body: dict, api: ModuleType) -> list[str]:
     errs = [f"$: additional properties '{k}' not allowed" for k in body if k not in _CREATE_FIELDS]
     if not isinstance(body.get("name"), str) or not body.get("name"):
         errs.append("$: missing property 'name'")
@@ -138,11 +139,11 @@ def _validate(body: dict) -> list[str]:
     return errs
 
 
-def _create(req: Request, engine) -> Response:
+def _create(req: Request, engine, api: ModuleType) -> Response:
     body, err = api._body(req)
     if err:
         return err
-    errs = _validate(body)
+    errs = _validate(body, api)
     if errs:
         return api.problem(422, "Request validation failed.", errs)
     compute = body["compute"]
@@ -183,15 +184,15 @@ def _create(req: Request, engine) -> Response:
                                             vxlanId=int(cluster_id, 36) % 16_000_000 + 1)
             engine.mutate(api.PROVIDER, inst.id, place)
         _remember(engine, {i.id: cluster_id for i in pods})
-        pods = _clusters(engine)[cluster_id]
-    return api._ok(render(engine, pods), 201)
+        pods = _clusters(engine, api)[cluster_id]
+    return api._ok(render(engine, pods, api), 201)
 
 
 def _cidr(engine) -> str:
     return engine.network.cidr if engine.network is not None else "127.0.0.0/8"
 
 
-def _rename(req: Request, engine, cluster_id: str) -> Response:
+def _rename(req: Request, engine, cluster_id: str, api: ModuleType) -> Response:
     body, err = api._body(req)
     if err:
         return err
@@ -200,10 +201,10 @@ def _rename(req: Request, engine, cluster_id: str) -> Response:
         errs.append("$.name: must be a non-empty string")
     if errs:
         return api.problem(422, "Request validation failed.", errs)
-    for inst in _clusters(engine).get(cluster_id, []):
+    for inst in _clusters(engine, api).get(cluster_id, []):
         engine.mutate(api.PROVIDER, inst.id, lambda pod: pod.extra["cluster"].update(name=body["name"]))
-    pods = _clusters(engine).get(cluster_id)
-    return api._ok(render(engine, pods)) if pods else api.problem(404, "cluster not found")
+    pods = _clusters(engine, api).get(cluster_id)
+    return api._ok(render(engine, pods, api)) if pods else api.problem(404, "cluster not found")
 
 
 # ------------------------------------------------------------------ billing
@@ -228,7 +229,7 @@ def _remember(engine, pods: dict[str, str]) -> None:
 _AMOUNTS = ("totalAmount", "gpuAmount", "diskAmount", "networkingAmount")
 
 
-def _billing(req: Request, engine) -> Response:
+def _billing(req: Request, engine, api: ModuleType) -> Response:
     """GET /v2/billing/clusters: per cluster per bucket, what its pods were billed."""
     q = req.query
     size = q.get("bucketSize", "day")
