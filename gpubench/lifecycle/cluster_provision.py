@@ -412,7 +412,8 @@ def take_down_members(ledger: Ledger, provider: Provider, name: str,
                       say: Callable[[str], None]) -> list[DownResult]:
     """Terminate every live member of cluster `name`, each confirmed gone through the
     provider's API (a member whose link died is still listed there: it is terminated
-    like the others); every member's result, head first."""
+    like the others); every member's result, head first. A provider's own cluster is
+    deleted first, as a whole (down.delete_native_clusters)."""
     results = []
     delete_native_clusters(provider, ledger.cluster_members(name), say)
     for entry in ledger.cluster_members(name):

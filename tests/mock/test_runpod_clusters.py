@@ -35,6 +35,7 @@ def _typed(obj: dict, fields: dict[str, str], closed: bool = True) -> None:
         assert set(obj) <= set(fields), set(obj) - set(fields)
 
 
+@pytest.mark.slow
 def test_create_list_and_delete_a_cluster(rp, keys):
     rp("PUT", "/account/ssh-keys", json={"keys": [pub(keys["good"])]})
     r = rp("POST", "/clusters", json=_body())

@@ -37,6 +37,7 @@ def test_only_runpod_has_native_clusters(runpod, monkeypatch):
     assert native_clusters(registry.get("vast")) is None
 
 
+@pytest.mark.slow
 def test_create_members_and_delete(runpod, spec):
     offer = next(o for o in runpod.offers(gpus=1) if o.available)
     created = runpod.create_cluster(offer, spec, 2)
@@ -64,6 +65,7 @@ def test_create_members_and_delete(runpod, spec):
         runpod.cluster_instances(created.cluster_id)
 
 
+@pytest.mark.slow
 def test_terminating_one_member_takes_its_cluster(runpod, spec):
     """RunPod refuses to terminate a member alone (409): it goes with its cluster."""
     offer = next(o for o in runpod.offers(gpus=1) if o.available)
