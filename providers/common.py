@@ -329,6 +329,47 @@ class Provider(Protocol):
         ...
 
 
+@dataclass
+class ClusterCreated:
+    """What a provider's cluster create answered: its id for the cluster and the member
+    instances it has placed so far, head (rank 0) first (possibly none yet: poll
+    cluster_instances)."""
+
+    cluster_id: str
+    instances: list[Instance] = field(default_factory=list)
+
+
+@runtime_checkable
+class NativeClusters(Protocol):
+    """Optional, beside Provider: a provider that rents several machines as one cluster
+    on a private network of its own (RunPod Instant Clusters, POST /v2/clusters). All or
+    nothing is the provider's: one create places every member in one data centre or
+    none. A member cannot be replaced or taken down alone: the cluster goes as a whole.
+    Providers without it (Lambda, Vast.ai) rent a cluster one machine at a time."""
+
+    def create_cluster(self, offer: Offer, spec: LaunchSpec, nodes: int) -> ClusterCreated:
+        """Rent `nodes` machines of `offer` as one cluster named NAME_PREFIX + spec.name,
+        each as `spec` says. Raises CapacityError when the provider cannot place them
+        all in one data centre (nothing was rented), InvalidRequestError when the request
+        is refused, TransportError when the answer does not say whether it was created."""
+        ...
+
+    def cluster_instances(self, cluster_id: str) -> list[Instance]:
+        """The cluster's members as the provider reports them now, head (rank 0) first,
+        each with its private address. NotFoundError for a cluster it does not know."""
+        ...
+
+    def delete_cluster(self, cluster_id: str) -> None:
+        """Ask for the cluster and every member to be destroyed; confirm each member gone
+        with get(). NotFoundError for a cluster it does not know."""
+        ...
+
+
+def native_clusters(provider: object) -> NativeClusters | None:
+    """The provider as a NativeClusters where it has them, else None."""
+    return provider if isinstance(provider, NativeClusters) else None
+
+
 def key_body(public_key: str) -> str:
     """'ssh-ed25519 AAAA... comment' -> 'ssh-ed25519 AAAA...': the part that identifies a
     key; providers may keep a different comment (or none) for the same key."""

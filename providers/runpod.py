@@ -11,7 +11,11 @@ Facts that shape this adapter:
   ssh.direct stays null until the pod runs with that port mapped;
 - PUT /account/ssh-keys replaces the whole set: read, add, write;
 - ERROR never becomes RUNNING: a poll must stop there; no spot pods in v2;
-- billed cost: GET /v2/billing/pods?podId= (metadata.totals.totalAmount, in dollars).
+- billed cost: GET /v2/billing/pods?podId= (metadata.totals.totalAmount, in dollars);
+- Instant Clusters (POST /v2/clusters): N pods in one data centre or none, each with
+  `cluster: {id, rank, ip}`, ip on the cluster's private network. Member pods leave
+  GET /v2/pods unless includeClusterPods=true, and DELETE /v2/pods/{id} of one is 409:
+  a member goes only with its cluster (DELETE /v2/clusters/{id}).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import time
 
 import requests
 
-from gpubench.providers.common import (Account, CapacityError, Instance, InstanceState,
+from gpubench.providers.common import (Account, CapacityError, ClusterCreated, Instance, InstanceState,
                                        InvalidRequestError, LaunchSpec, NotFoundError, Offer,
                                        ProviderError, SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
@@ -133,7 +137,8 @@ class RunPod:
         out: list[Instance] = []
         cursor = None
         for _ in range(MAX_PAGES):
-            body = self.client.json("GET", "/v2/pods", params={"cursor": cursor} if cursor else None) or {}
+            params = {"includeClusterPods": "true", **({"cursor": cursor} if cursor else {})}
+            body = self.client.json("GET", "/v2/pods", params=params) or {}
             out.extend(self._instance(p) for p in body.get("pods") or [])
             cursor = body.get("nextCursor")   # not in the spec yet; followed if it appears
             if not cursor:
@@ -141,7 +146,59 @@ class RunPod:
         return out
 
     def terminate(self, instance_id: str) -> None:
-        self.client.request("DELETE", f"/v2/pods/{instance_id}")
+        """A cluster's member cannot be terminated alone (409): it goes with its cluster,
+        so terminating one deletes the cluster (gpubench takes a cluster's members down
+        together; `down` of one member is widened to its cluster before this is called)."""
+        try:
+            self.client.request("DELETE", f"/v2/pods/{instance_id}")
+        except InvalidRequestError as e:
+            if e.status != 409:
+                raise
+            cluster = self.get(instance_id).extra.get("cluster_id")
+            if not cluster:
+                raise
+            self.delete_cluster(cluster)
+
+    # -- clusters (NativeClusters) ------------------------------------------
+    def create_cluster(self, offer: Offer, spec: LaunchSpec, nodes: int) -> ClusterCreated:
+        body = {
+            "name": provider_name(spec.name), "type": "TRAINING", "image": spec.image,
+            "compute": {"gpuTypeId": offer.offer_id, "gpuCountPerPod": spec.gpus, "podCount": nodes},
+            "disk": int(spec.disk_gb), "startSsh": True,
+            # The members reach each other on the private network at the container
+            # ports themselves: only SSH needs a public port.
+            "ports": ["22/tcp"],
+            "env": {"PUBLIC_KEY": spec.ssh_key.public_key} if spec.ssh_key else {},
+        }
+        if spec.region:
+            body["dataCenterIds"] = [spec.region]
+        try:
+            cluster = self.client.json("POST", "/v2/clusters", json=body, launch=True)
+        except InvalidRequestError as e:
+            if e.status in (400, 403):   # 400: cannot place them in one data centre now; 403: no access
+                raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
+            raise
+        except ANSWER_ERRORS as e:
+            raise TransportError(NAME, "POST /v2/clusters", f"unexpected answer: {e}") from None
+        if not isinstance(cluster, dict) or not isinstance(cluster.get("id"), str) or not cluster["id"]:
+            raise TransportError(NAME, "POST /v2/clusters", "answer has no cluster id")
+        try:
+            members = self.cluster_instances(cluster["id"])
+        except ProviderError:
+            members = []         # created all the same: the caller polls for its members
+        return ClusterCreated(cluster["id"], members)
+
+    def cluster_instances(self, cluster_id: str) -> list[Instance]:
+        body = self.client.json("GET", f"/v2/clusters/{cluster_id}/pods") or {}
+        try:
+            pods = [self._instance(p) for p in body.get("pods") or []]
+        except ANSWER_ERRORS as e:
+            raise ProviderError(NAME, f"GET /v2/clusters/{cluster_id}/pods", f"unexpected answer: {e}") from None
+        unranked = len(pods)
+        return sorted(pods, key=lambda i: i.extra.get("rank") if i.extra.get("rank") is not None else unranked)
+
+    def delete_cluster(self, cluster_id: str) -> None:
+        self.client.request("DELETE", f"/v2/clusters/{cluster_id}")
 
     def lookup_account_id(self) -> str | None:
         return None     # REST v2 has no call that names the account (only legacy GraphQL's `myself`)
@@ -177,7 +234,7 @@ class RunPod:
             gpu_name=normalize_gpu_name(gpu.get("id", "")), gpu_count=int(gpu.get("count") or 0),
             price_per_hour=pod.get("cost") or None, created_at=pod.get("createdAt"),
             instance_type=gpu.get("id", ""), region=pod.get("dataCenterId") or "",
-            private_ip=_private_ip(pod), port_map=ports, extra={"ports": dict(ports)},
+            private_ip=_private_ip(pod), port_map=ports, extra={"ports": dict(ports), **_membership(pod)},
         )
 
 
@@ -186,6 +243,15 @@ def _runtime_ports(pod: dict) -> dict[int, int]:
     return {int(p["private"]): int(p["public"]) for p in (pod.get("runtime") or {}).get("ports") or []
             if isinstance(p, dict) and p.get("type", "tcp") == "tcp"
             and isinstance(p.get("private"), int) and isinstance(p.get("public"), int)}
+
+
+def _membership(pod: dict) -> dict:
+    """A cluster member's cluster id and rank (extra cluster_id, rank); {} for a plain pod."""
+    block = pod.get("cluster")
+    if not isinstance(block, dict) or not block.get("id"):
+        return {}
+    rank = block.get("rank")
+    return {"cluster_id": str(block["id"]), "rank": rank if isinstance(rank, int) else None}
 
 
 def _private_ip(pod: dict) -> str | None:

@@ -13,6 +13,13 @@ launching.)
 Where an offer is one machine (a Vast.ai ask), the offers give how many machines one
 region has, and a cluster larger than that is refused before anything is rented;
 elsewhere (Lambda, RunPod) the provider's answer to the launch decides, in its own words.
+
+A provider with clusters of its own (providers.common.NativeClusters: RunPod's Instant
+Clusters, with a private network between the members) rents two or more members in one
+create call instead, all or nothing being the provider's: one row per member is written
+before the call and filled in after its answer, and the provider's cluster id is kept
+on every row (provider_cluster_id). Such a cluster cannot replace one member: a member
+that never becomes reachable deletes the whole cluster, every member confirmed gone.
 """
 
 from __future__ import annotations
@@ -22,12 +29,18 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from gpubench.errors import GpubenchError, UsageError
+from gpubench.lifecycle import accounts, watchdog
+from gpubench.lifecycle.down import delete_native_clusters
+from gpubench.lifecycle.keys import ensure_keypair
 from gpubench.lifecycle.ledger import Ledger, LedgerEntry
-from gpubench.lifecycle.provision import (NAME_RE, Gate, Progress, ProvisionRequest, connect_and_plan,
-                                          default_name, provision)
+from gpubench.lifecycle.provision import (NAME_RE, Gate, Progress, ProvisionRequest, _preflight, _wait_running,
+                                          _wait_ssh, connect_and_plan, default_name, network_columns, provision)
 from gpubench.lifecycle.sshconfig import sync_ssh_config
+from gpubench.lifecycle.status import LedgerStatus
 from gpubench.lifecycle.terminate import DownResult, take_down_entry
-from gpubench.providers.common import Offer, Provider
+from gpubench.lifecycle.waiting import pause
+from gpubench.providers.common import (Instance, LaunchSpec, NativeClusters, Offer, Provider, ProviderError,
+                                       native_clusters, provider_name)
 from gpubench.remote.cluster import LOOPBACK, PRIVATE, ClusterHosts, node_from_entry
 
 # The ports members talk to each other on, exposed at launch where the provider maps
@@ -195,6 +208,12 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
     name = req.machine.name
     check_name_free(ledger, name, req.nodes)
     outcome = ClusterOutcome(name, placement, [])
+    clusters = native_clusters(provider)
+    if clusters is not None and req.nodes >= 2:
+        _provision_native(provider, clusters, req, outcome, ledger, progress, gate)
+        outcome.seconds_to_ready = time.monotonic() - started
+        outcome.links = measure_and_keep(ledger, outcome, progress)
+        return outcome
     try:
         for index in range(req.nodes):
             member = replace(req.machine, name=member_name(name, index), cluster=name, node_index=index,
@@ -218,6 +237,136 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
     outcome.seconds_to_ready = time.monotonic() - started
     outcome.links = measure_and_keep(ledger, outcome, progress)
     return outcome
+
+
+# -- a provider's own cluster (NativeClusters) ---------------------------------
+
+class _MemberFailed(Exception):
+    """A member of a provider's cluster never became usable (says which and why)."""
+
+
+def _provision_native(provider: Provider, clusters: NativeClusters, req: ClusterRequest,
+                      outcome: ClusterOutcome, ledger: Ledger, progress: Progress,
+                      gate: Gate | None) -> None:
+    """Rent the whole cluster in one create call, then wait for every member to run and
+    answer SSH (each with the single-machine deadlines). Fills outcome.members; anything
+    that stops the cluster deletes it and confirms every member gone first."""
+    machine, name, placement = req.machine, req.machine.name, outcome.placement
+    offer = placement.offers[0]
+    keypair = ensure_keypair()
+    progress("key", f"registering {keypair.private}.pub with {provider.name}")
+    key_ref = provider.ensure_ssh_key(keypair.public_key, "gpubench")
+    account = accounts.identified(provider)
+    region = placement.region or machine.region
+    rows = [ledger.begin(member_name(name, i), provider.name, provider_name(member_name(name, i)), account,
+                         offer_id=offer.offer_id, instance_type=offer.instance_type, region=region,
+                         gpu_name=offer.gpu_name, gpu_count=offer.gpu_count, price_per_hour=offer.price_per_hour,
+                         disk_gb=machine.disk_gb, image=machine.image, key_path=str(keypair.private),
+                         deadline_at=watchdog.deadline_after(machine.max_hours), cluster=name, node_index=i)
+            for i in range(req.nodes)]
+    spec = LaunchSpec(gpus=machine.gpus, disk_gb=machine.disk_gb, image=machine.image, region=region,
+                      name=name, ssh_key=key_ref)
+    progress("launch", f"one {provider.name} cluster of {req.nodes} x {offer.gpu_count}x {offer.gpu_name} at "
+                       f"${offer.price_per_hour:.2f}/h each ({offer.instance_type or offer.offer_id}"
+                       f"{', ' + region if region else ''})")
+    try:
+        created = clusters.create_cluster(offer, spec, req.nodes)
+    except ProviderError as e:
+        if not e.launch_refused:     # it may exist: keep the rows, 'ls' resolves them by name
+            for row in rows:
+                ledger.update(row.row_id, note=f"launch answer unclear: {e.message}"[:300],
+                              launch_ended_at=time.time())
+            raise ClusterError(f"{e} -- the cluster may have been created; run 'gpubench ls' to check "
+                               f"and 'gpubench down {name}' to remove it") from None
+        for row in rows:
+            ledger.discard(row.row_id)       # a definite no: nothing was created
+        if e.offer_unavailable:
+            where = f"in {region}" if region else "in one data centre"
+            raise PlacementError(f"{provider.name} cannot place {req.nodes} machines of {offer.gpu_count}x "
+                                 f"{offer.gpu_name} {where}: {e.message}") from None
+        raise
+    for row in rows:
+        ledger.update(row.row_id, provider_cluster_id=created.cluster_id, launch_ended_at=time.time())
+    progress("created", f"{provider.name} cluster {created.cluster_id}")
+    try:
+        members = _members_placed(provider, clusters, created.cluster_id, created.instances, req, progress)
+        for index, (row, inst) in enumerate(zip(rows, members)):
+            entry = ledger.mark(row.row_id, LedgerStatus.LAUNCHED, "created_at", instance_id=inst.instance_id,
+                                price_per_hour=inst.price_per_hour or offer.price_per_hour)
+            _member_progress(progress, name, index)("created", f"{provider.name} instance {inst.instance_id}")
+        for index, row in enumerate(rows):
+            outcome.members.append(_member_ready(provider, ledger, ledger.get(row.row_id), offer, machine,
+                                                 gate, _member_progress(progress, name, index)))
+        outcome.hosts.check_uniform()
+        sync_ssh_config(ledger)
+        for entry in outcome.members:
+            if entry.deadline_at is not None:
+                # Its watchdog could not remove it: the pod's own key may delete that pod only,
+                # and a member goes only with its cluster.
+                ledger.update(entry.row_id, watchdog="not started: a cluster member cannot remove "
+                                                     "itself; the ledger's deadline holds")
+        if machine.max_hours:
+            progress("watchdog", f"not started on {provider.name} cluster members (one cannot remove "
+                                 f"itself); the ledger's deadline holds: any gpubench command after it "
+                                 f"takes the cluster down")
+    except BaseException as e:
+        why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
+        progress("teardown", f"cluster {name} cannot be completed ({why}); {provider.name} cannot replace "
+                             f"one member of its cluster: deleting the whole cluster")
+        left = take_down_cluster(ledger, provider, name, lambda line: progress("teardown", line))
+        sync_ssh_config(ledger)
+        if isinstance(e, KeyboardInterrupt):
+            progress("teardown", _teardown_line(name, left))
+            raise
+        raise ClusterError(f"cluster {name} on {provider.name} not completed: {why}; {provider.name} "
+                           f"cannot replace one member of its cluster, so the whole cluster was deleted: "
+                           f"{_teardown_line(name, left)}") from None
+    outcome.members = ledger.cluster_members(name) or outcome.members
+
+
+def _members_placed(provider: Provider, clusters: NativeClusters, cluster_id: str, found: list[Instance],
+                    req: ClusterRequest, progress: Progress) -> list[Instance]:
+    """Every member of the provider's cluster, head first, once the provider lists them
+    all (within the boot deadline)."""
+    deadline = time.monotonic() + req.machine.deadlines.running_s
+    while len(found) < req.nodes:
+        if time.monotonic() >= deadline:
+            raise _MemberFailed(f"{provider.name} placed {len(found)} of {req.nodes} members of cluster "
+                                f"{cluster_id} within {req.machine.deadlines.running_s:g} s")
+        pause(deadline)
+        try:
+            found = clusters.cluster_instances(cluster_id)
+        except ProviderError as e:
+            if e.final:
+                raise
+            progress("booting", f"cannot list the members of {cluster_id} yet: {e}")
+    return found[:req.nodes]
+
+
+def _member_ready(provider: Provider, ledger: Ledger, entry: LedgerEntry, offer: Offer,
+                  machine: ProvisionRequest, gate: Gate | None, progress: Progress) -> LedgerEntry:
+    """Wait for one member to run and answer SSH (and pass `gate`); its row ends ready.
+    _MemberFailed says which member failed and why."""
+    where = f"node {entry.node_index} ({entry.instance_id})"
+    try:
+        ready = _wait_running(provider, entry.instance_id, machine.deadlines.running_s, progress)
+        entry = ledger.mark(entry.row_id, LedgerStatus.RUNNING, "running_at", ssh_host=ready.ssh_host,
+                            ssh_port=ready.ssh_port, ssh_user=ready.ssh_user, **network_columns(ready))
+        progress("running", f"{ready.ssh_user}@{ready.ssh_host}:{ready.ssh_port}"
+                            + (f", private {ready.private_ip}" if ready.private_ip else ""))
+        _wait_ssh(ready, entry.key_path, machine.deadlines.ssh_s, progress)
+    except Exception as e:
+        if isinstance(e, ProviderError):
+            raise
+        raise _MemberFailed(f"{where}: {e}") from None
+    entry = ledger.mark(entry.row_id, LedgerStatus.READY, "ssh_ready_at")
+    if gate is not None:
+        report, why = _preflight(gate, entry, offer, progress)
+        entry = ledger.update(entry.row_id, note=(why or report.summary())[:500])
+        if why:
+            raise _MemberFailed(f"{where}: {why}")
+    progress("ready", f"ssh {entry.ssh_alias}")
+    return entry
 
 
 def measure_and_keep(ledger: Ledger, outcome: ClusterOutcome, progress: Progress) -> list:
@@ -263,8 +412,10 @@ def take_down_members(ledger: Ledger, provider: Provider, name: str,
                       say: Callable[[str], None]) -> list[DownResult]:
     """Terminate every live member of cluster `name`, each confirmed gone through the
     provider's API (a member whose link died is still listed there: it is terminated
-    like the others); every member's result, head first."""
+    like the others); every member's result, head first. A provider's own cluster is
+    deleted first, as a whole (down.delete_native_clusters)."""
     results = []
+    delete_native_clusters(provider, ledger.cluster_members(name), say)
     for entry in ledger.cluster_members(name):
         try:
             result = take_down_entry(ledger, entry, provider, TERMINATE_S, say)

@@ -15,7 +15,7 @@ from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.lifecycle.terminate import DownResult, take_down_entry, take_down_instance
 from gpubench.lifecycle.waiting import Say, silent
 from gpubench.providers import registry
-from gpubench.providers.common import Instance, Provider
+from gpubench.providers.common import Instance, NotFoundError, Provider, ProviderError, native_clusters
 
 @dataclass
 class DownRequest:
@@ -106,6 +106,13 @@ def plan_down(ledger: Ledger, request: DownRequest, warn: Say = silent) -> DownP
         if entry.termination_confirmed:
             return DownPlan(request, [], {}, f"{request.name} is already {entry.status}")
         entries = [entry]
+        if entry.provider_cluster_id and entry.cluster:
+            # A member of a provider's own cluster goes only with the whole cluster.
+            entries = [m for m in ledger.cluster_members(entry.cluster, include_done=True)
+                       if not m.termination_confirmed] or entries
+            warn(f"{request.name} is a member of {entry.provider} cluster {entry.cluster}, which "
+                 f"{entry.provider} takes down only as a whole: taking down every member "
+                 f"({', '.join(m.name for m in entries)})")
     else:
         entries = ledger.entries()
     providers = fleet.connect_all(sorted({e.provider for e in entries}), warn)
@@ -118,6 +125,9 @@ def take_down(ledger: Ledger, plan: DownPlan, say: Say = silent,
     """Take each target down in turn (`on_result` hears of each as it ends), then
     rewrite ssh_config. A target whose provider is not connected is reported, not tried."""
     report = DownReport()
+    for provider_name, provider in plan.providers.items():
+        delete_native_clusters(provider, [t.entry for t in plan.targets
+                                          if t.entry is not None and t.provider == provider_name], say)
     for target in plan.targets:
         provider = plan.providers.get(target.provider)
         if provider is None:
@@ -131,3 +141,25 @@ def take_down(ledger: Ledger, plan: DownPlan, say: Say = silent,
         on_result(result)
     sync_ssh_config(ledger)
     return report
+
+
+def delete_native_clusters(provider: Provider, entries: list[LedgerEntry], say: Say = silent) -> None:
+    """Ask the provider to delete each of its own clusters (provider_cluster_id) that
+    `entries` belong to, once per cluster. Each member is still confirmed gone one by
+    one afterwards (take_down_entry): the delete's answer proves nothing. A delete that
+    fails is said, and the members' own terminates follow (RunPod's delete the cluster
+    again)."""
+    clusters = native_clusters(provider)
+    if clusters is None:
+        return
+    for cluster_id in dict.fromkeys(e.provider_cluster_id for e in entries if e.provider_cluster_id):
+        say(f"deleting {provider.name} cluster {cluster_id} (every member goes with it)")
+        try:
+            clusters.delete_cluster(cluster_id)
+        except NotFoundError:
+            pass                 # already gone; the members are confirmed below
+        except ProviderError as e:
+            if e.final:
+                raise
+            say(f"warning: deleting {provider.name} cluster {cluster_id} failed ({e}); "
+                f"terminating its members one by one")

@@ -86,7 +86,8 @@ CREATE TABLE IF NOT EXISTS instances (
     node_index INTEGER,
     private_ip TEXT,
     port_map TEXT,
-    gate TEXT
+    gate TEXT,
+    provider_cluster_id TEXT
 );
 CREATE INDEX IF NOT EXISTS instances_name ON instances(name);
 """
@@ -95,7 +96,7 @@ _ADDED_COLUMNS = (("account_endpoint", "TEXT"), ("key_fingerprint", "TEXT"),
                   ("account_id", "TEXT"), ("launch_ended_at", "REAL"),
                   ("deadline_at", "REAL"), ("watchdog", "TEXT"), ("billed_cost", "REAL"),
                   ("cluster", "TEXT"), ("node_index", "INTEGER"), ("private_ip", "TEXT"),
-                  ("port_map", "TEXT"), ("gate", "TEXT"))
+                  ("port_map", "TEXT"), ("gate", "TEXT"), ("provider_cluster_id", "TEXT"))
 
 
 class LedgerError(GpubenchError):
@@ -145,6 +146,8 @@ class LedgerEntry:
     private_ip: str | None = None         # its address on the provider's private network, where it has one
     port_map: str | None = None           # JSON {"container port": public port}, where the provider maps ports
     gate: str | None = None               # JSON of the preflight gate's findings on this machine
+    provider_cluster_id: str | None = None  # the provider's id of the cluster it was rented in as one
+    #                                         (RunPod Instant Clusters); None: rented alone
 
     @property
     def active(self) -> bool:

@@ -8,7 +8,8 @@ it to ERROR. `ssh.direct` and `runtime.ports` appear only while RUNNING; ssh.dir
 on the same port, in loopback mode on a public port of 127.0.0.1 that the mock forwards.
 Every authenticated answer carries the RateLimit headers. A pod carries RUNPOD_POD_ID and its
 own RUNPOD_API_KEY, which may delete that pod only. GET /v2/billing/pods answers per pod per
-bucket from what the mock billed (billing.py).
+bucket from what the mock billed (billing.py). Instant Clusters (/v2/clusters) are in
+runpod_clusters.py; their member pods leave GET /v2/pods unless includeClusterPods=true.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from __future__ import annotations
 import re
 import secrets
 import string
+import sys
 import time
 from datetime import datetime, timezone
 from urllib.parse import unquote
 
 from gpubench.mock import catalog
 from gpubench.mock import billing
+from gpubench.mock import runpod_clusters
 from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.web import Request, Response
@@ -104,6 +107,10 @@ def handle(req: Request, engine) -> Response:
 
 def _route(req: Request, engine) -> Response:
     p, m = req.path.rstrip("/"), req.method
+    if p.startswith(("/v2/clusters", "/v2/billing/clusters")):
+        found = runpod_clusters.route(req, engine, sys.modules[__name__])
+        if found is not None:
+            return found
     if p == "/v2/catalog/gpus" and m == "GET":
         return _gpus(req, engine, None)
     if (mt := _GPU.match(p)) and m == "GET":
@@ -118,7 +125,9 @@ def _route(req: Request, engine) -> Response:
         return _ok(found[0]) if found else problem(404, "data center not found")
     if p == "/v2/pods":
         if m == "GET":
-            return _ok({"pods": [render(engine, i) for i in listed(engine, PROVIDER)]})
+            members = req.query.get("includeClusterPods", "false").lower() == "true"
+            return _ok({"pods": [render(engine, i) for i in listed(engine, PROVIDER)
+                                 if members or not runpod_clusters.is_member(i)]})
         if m == "POST":
             return _create(req, engine)
         return _not_allowed("GET, POST")
@@ -132,6 +141,9 @@ def _route(req: Request, engine) -> Response:
             return problem(404, "pod not found")
         if m == "GET":
             return _ok(render(engine, inst))
+        if runpod_clusters.is_member(inst):
+            return problem(409, f"pod {inst.id} belongs to cluster {inst.extra['cluster']['id']}; "
+                                f"delete the cluster via DELETE /v2/clusters/{inst.extra['cluster']['id']}")
         if m == "DELETE":
             billing.terminate(engine, inst)      # a terminate-lies fault answers the same and keeps it
             return _ok(None, 204)
@@ -270,6 +282,9 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
         "createdAt": _iso(inst.created_at), "startedAt": _iso(inst.running_since) if running else None,
         "globalNetworking": {"enabled": False},
     }
+    member = x.get("cluster")
+    if isinstance(member, dict):
+        out["cluster"] = {"id": member["id"], "rank": member["rank"], "ip": member["ip"]}
     return out
 
 

@@ -33,8 +33,8 @@ def test_provision_a_cluster_then_ls_ssh_and_down(cloud, cli, provider):
     code, out, err = cli("provision", provider, "--gpus", "1", "--nodes", "2", "--name", "tr", "--yes")
     assert code == 0, err
     assert "cluster tr ready in" in out and "node 0 (head): tr-0" in out and "node 1: tr-1" in out
-    if provider == "lambda":
-        assert "network: lambda's private network" in out
+    if provider in ("lambda", "runpod"):      # RunPod: its own cluster's private network
+        assert f"network: {provider}'s private network" in out
     else:
         assert "the link between nodes is the public internet" in out
     with Ledger() as ledger:

@@ -29,7 +29,7 @@ TINY = {"mnist-ddp": ["--steps", "3", "--warmup", "1", "--batch-size", "16"],
 # Lambda runs both workloads, Vast.ai and RunPod one each: every provider's addresses,
 # both workloads, in three clusters' time.
 CASES = [("lambda", ["mnist-ddp", "allreduce"]), ("vast", ["allreduce"]), ("runpod", ["mnist-ddp"])]
-NETWORK = {"lambda": "private", "vast": "public", "runpod": "public"}
+NETWORK = {"lambda": "private", "vast": "public", "runpod": "private"}   # runpod: its own cluster
 # short enough for a test, long enough for two torch start-ups on a loaded 2-core machine
 QUICK = ClusterOptions(Rendezvous(join_timeout=90, read_timeout=30, collective_timeout=30),
                        keepalive_s=1, dead_link_s=5, rejoin_wait_s=2)
@@ -73,7 +73,7 @@ def assert_down(cli, cloud, name: str = "c") -> None:
 def test_provision_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provider, workloads):
     out, err, members = provision(cli, cloud, provider)
     hosts = [m.ssh_host for m in members]
-    words = "the private network" if provider == "lambda" else "the public internet"
+    words = "the private network" if NETWORK[provider] == "private" else "the public internet"
     link = re.search(rf"link head->node1: ([0-9.]+) Gb/s over {words}", out)
     assert link and float(link.group(1)) > 0, out + err
     print(f"{provider} link head->node1: {link.group(1)} Gb/s")
@@ -89,7 +89,7 @@ def test_provision_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provide
             (1, 2, "ok"), (2, 4, "ok")], out[-3000:]
         two = records[1]
         assert two["node_network"] == NETWORK[provider]
-        want = [m.private_ip for m in members] if provider == "lambda" else hosts
+        want = [m.private_ip for m in members] if NETWORK[provider] == "private" else hosts
         assert two["node_addresses"] == want
         assert "[node0] " in out and "[node1] " in out
         assert [(x["node"], x["network"]) for x in two["links"]] == [(1, NETWORK[provider])]

@@ -145,8 +145,10 @@ def assert_all_gone(cloud, name="c"):
         assert ledger.cluster_members(name) == []
 
 
+# RunPod rents a cluster as its own (one create), which cannot replace one member:
+# test_cluster_native.py has what happens there instead.
 @pytest.mark.slow
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", [p for p in PROVIDERS if p != "runpod"])
 def test_a_member_that_never_boots_is_replaced_from_the_same_placement(cloud, provider):
     second_vast_machine(cloud, 1)
     progress = fault_on_member(cloud, provider, 1, "never-boots", clear_after=True)
