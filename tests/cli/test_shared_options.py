@@ -46,6 +46,8 @@ USES = {
     "RepeatOpt": {"run", "bench"},
     "GoneTimeoutOpt": {"down"},
     "ResultsOpt": {"run", "bench", "report", "logs"},
+    "WideOpt": {"offers", "ls", "report"},
+    "ColumnsOpt": {"offers", "ls", "report"},
     "FormatOpt": {"offers", "ls", "report", "workloads", "providers stats"},
     "DocumentFormatOpt": {"provision", "down", "bench", "run", "config"},
     "NoPreflightOpt": {"bench"},
