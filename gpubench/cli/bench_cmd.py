@@ -6,8 +6,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
+from gpubench.cli.confirm import ask, confirm_or_stop
+from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
                                   GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
                                   NoPreflightOpt, ProviderArg, RemotePythonOpt, RepeatOpt, ResultsOpt,
                                   RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
@@ -31,6 +31,7 @@ def bench(
         "--counts", help="GPU counts to sweep [default: 1 and powers of two up to --gpus].")] = None,
     gpu_type: GpuTypeOpt = None,
     max_price: MaxPriceOpt = None,
+    any_gpu: AnyGpuOpt = False,
     disk: DiskOpt = 100,
     image: ImageOpt = None,
     name: NameOpt = None,
@@ -80,7 +81,7 @@ def bench(
                        name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
-                       parallel=parallel, per_workload_args=own_args)
+                       parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu)
     if nodes is not None:
         from gpubench.bench_cluster import bench_cluster, parse_nodes, plan_cluster_bench
 
@@ -94,7 +95,7 @@ def bench(
                         "terminated at the end unless --keep)?",
                         "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     result = (bench_cluster(req, plan, store, out) if nodes is not None
-              else run_bench(req, store, out, plan=plan))
+              else run_bench(req, store, out, plan=plan, ask=None if yes else _asking(output)))
 
     from gpubench.report.hosts import host_sections
     from gpubench.report.render import render_report, render_section
@@ -117,6 +118,14 @@ def bench(
         err(f"error: {result.budget_stop}")
     if not result.all_ok or result.budget_stop:
         raise typer.Exit(1)
+
+
+def _asking(output):
+    """A question about a machine other than the one confirmed, asked as the first was."""
+    def asked(question: str) -> bool:
+        with output.prompts():
+            return ask(question)
+    return asked
 
 
 def register(app: typer.Typer) -> None:

@@ -29,7 +29,7 @@ USES = {
     "ImageOpt": {"provision", "bench"},
     "NameOpt": {"provision", "bench"},
     "RegionOpt": {"offers", "provision"},
-    "AnyGpuOpt": {"provision"},
+    "AnyGpuOpt": {"provision", "bench"},
     "InstanceNameArg": {"down", "ssh"},
     "YesOpt": {"provision", "bench", "down"},
     "AttemptsOpt": {"provision", "bench"},
