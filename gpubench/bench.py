@@ -21,6 +21,11 @@ is a machine of its own), one after the other or, with --parallel, at once; ever
 record names its host, and the report shows the spread across hosts. Each machine
 is taken down whatever happens to the others.
 
+Money goes only on what the user agreed to: the offer the confirmation showed, any
+GPU type with --any-gpu or --gpu-type, any price up to --max-price. Should that
+machine never boot, a next offer outside it is asked about (`ask`), or with no one
+to ask (--yes) stops the bench with one line (lifecycle/consent.py).
+
 Once a machine is confirmed gone, its records gain what it cost: the estimate
 (price x time up) and what the provider billed where it says (record_schema:
 BILLING; results_billing.py rewrites the bench's own run files atomically).
@@ -41,6 +46,7 @@ from gpubench.suite import WorkloadRef
 
 if TYPE_CHECKING:
     from gpubench.lifecycle.budget import Estimate
+    from gpubench.lifecycle.consent import Ask, Consent
     from gpubench.providers.common import Provider
 
 Echo = Callable[[str], None]
@@ -75,6 +81,7 @@ class BenchRequest:
     hosts: int = 1                    # machines of one GPU type, on distinct hosts, to sweep on
     parallel: bool = False            # sweep them at once rather than one after the other
     per_workload_args: dict[str, list[str]] = field(default_factory=dict)  # --args NAME="ARGS"
+    any_gpu: bool = False             # --any-gpu: another GPU type may replace one that never boots
 
 
 @dataclass
@@ -93,6 +100,26 @@ class BenchPlan:
         """The estimate for every machine of the plan."""
         return self.estimate.dollars * self.hosts
 
+    @property
+    def highest_price(self) -> float:
+        """$/h of the dearest machine the plan expects to rent: the first offer's, or
+        with --hosts K the K-th cheapest distinct host's (offers that name no host are
+        a machine per launch, as many as asked for, at their price)."""
+        from gpubench.bench_hosts import host_key
+
+        if self.hosts == 1:
+            return self.offers[0].price_per_hour
+        per_host: dict[str, float] = {}
+        endless: list[float] = []
+        for offer in self.offers:
+            key = host_key(offer)
+            if key is None:
+                endless += [offer.price_per_hour] * self.hosts
+            else:
+                per_host[key] = min(per_host.get(key, offer.price_per_hour), offer.price_per_hour)
+        prices = sorted([*per_host.values(), *endless])
+        return prices[min(self.hosts, len(prices)) - 1]
+
     def describe(self) -> str:
         from gpubench.format import format_dollars
         from gpubench.lifecycle.budget import say_hours
@@ -105,8 +132,15 @@ class BenchPlan:
                     f"{self.estimate.describe()}; it {stops}{ceiling}")
         return (f"{self.hosts} machines of {best.gpu_count}x {best.gpu_name} on distinct hosts, "
                 f"about {format_dollars(self.total_dollars)} for all {self.hosts}; each at "
-                f"{format_dollars(best.price_per_hour)}/h: {self.estimate.describe()}; each {stops}"
+                f"{self._price_range()}/h: {self.estimate.describe()}; each {stops}"
                 f"{ceiling}")
+
+
+    def _price_range(self) -> str:
+        from gpubench.format import format_dollars
+
+        low, high = self.offers[0].price_per_hour, self.highest_price
+        return format_dollars(low) if high <= low else f"{format_dollars(low)} to {format_dollars(high)}"
 
 
 @dataclass
@@ -179,10 +213,11 @@ def check_hosts(count: int) -> None:
 
 
 def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
-          provider=None, plan: BenchPlan | None = None) -> BenchResult:
+          provider=None, plan: BenchPlan | None = None, ask: "Ask | None" = None) -> BenchResult:
     """Provision, sweep every workload, terminate; the result says what it cost.
     `plan` is plan_bench's (made here when not given). With req.hosts > 1, the same
-    on each machine (bench_hosts.py); the result then holds each machine's."""
+    on each machine (bench_hosts.py); the result then holds each machine's. `ask`
+    asks the user about an offer other than the plan's (None: it is refused)."""
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle.ledger import Ledger
     from gpubench.lifecycle.provision import default_name
@@ -194,17 +229,32 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
     try:
         fleet.settle_deadlines(ledger, say=echo)
         if plan.hosts == 1:
-            return bench_machine(req, plan, plan.offers, name, store, echo, ledger, plan.budget)
-        return _on_hosts(req, plan, name, store, echo, ledger)
+            return bench_machine(req, plan, plan.offers, name, store, echo, ledger, plan.budget,
+                                 plan_consent(req, plan, ask))
+        return _on_hosts(req, plan, name, store, echo, ledger, ask)
     finally:
         if own_ledger:
             ledger.close()
 
 
+def plan_consent(req: BenchRequest, plan: BenchPlan, ask: "Ask | None" = None) -> "Consent":
+    """What the user agreed to by confirming the plan: its first offer (with --hosts,
+    at up to the dearest host the plan named); any type of a --gpu-type they named (or
+    any at all, --any-gpu); any price up to --max-price."""
+    from gpubench.lifecycle.consent import Agreed, Consent
+
+    ceiling = req.max_price
+    if plan.hosts > 1:
+        ceiling = max(ceiling or 0.0, plan.highest_price)
+    agreed = Agreed.offer(plan.offers[0], any_gpu=req.any_gpu or bool(req.gpu_type), max_price=ceiling)
+    return Consent(agreed, ask)
+
+
 def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, store: ResultsStore,
-                  echo: Echo, ledger, budget: float | None) -> BenchResult:
-    """One machine: rent it (from `offers`, in order), sweep on it, take it down; then
-    its records gain what it cost, estimated and billed."""
+                  echo: Echo, ledger, budget: float | None,
+                  consent: "Consent | None" = None) -> BenchResult:
+    """One machine: rent it (from `offers`, in order, each within `consent`), sweep on
+    it, take it down; then its records gain what it cost, estimated and billed."""
     from gpubench import bench_hosts
     from gpubench.lifecycle import provision as lifecycle_provision
     from gpubench.lifecycle.budget import say_hours
@@ -221,7 +271,7 @@ def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, s
     try:
         outcome = lifecycle_provision.provision(plan.provider, preq, offers, ledger,
                                                 lambda phase, detail: echo(f"{phase}: {detail}"),
-                                                gate=_gate(req, ledger))
+                                                gate=_gate(req, ledger), consent=consent)
         result.instance_id = outcome.entry.instance_id
         result.host_id = bench_hosts.host_key(outcome.offer)
         echo(f"ready in {outcome.seconds_to_ready:.1f}s: {name} ({req.provider} "
@@ -249,22 +299,30 @@ def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, s
 
 
 def _on_hosts(req: BenchRequest, plan: BenchPlan, name: str, store: ResultsStore, echo: Echo,
-              ledger) -> BenchResult:
+              ledger, ask: "Ask | None" = None) -> BenchResult:
     """--hosts K: bench_machine on each of K machines named NAME-1..NAME-K, in turn or
     at once (bench_hosts.py); whatever happens, any of them still live at the end is
-    taken down here. The result holds each machine's and their sums."""
+    taken down here. The result holds each machine's and their sums. Each machine is
+    held to the plan's offer (type and price) the user confirmed."""
     from gpubench import bench_hosts
     from gpubench.lifecycle.ledger import Ledger
 
     names = [bench_hosts.machine_name(name, i) for i in range(1, plan.hosts + 1)]
     share = plan.budget / plan.hosts if plan.budget is not None else None
+    asking = threading.Lock()
+
+    def one_at_a_time(question: str) -> bool:   # --parallel: one question on the terminal at once
+        with asking:
+            return ask(question)
 
     def in_turn(machine: str, offers: list, say: Echo) -> BenchResult:
-        return bench_machine(req, plan, offers, machine, store, say, ledger, share)
+        return bench_machine(req, plan, offers, machine, store, say, ledger, share,
+                             plan_consent(req, plan, ask))
 
     def at_once(machine: str, offers: list, say: Echo) -> BenchResult:
         with Ledger(ledger.path) as own:     # a connection of its own per thread
-            return bench_machine(req, plan, offers, machine, store, say, own, share)
+            return bench_machine(req, plan, offers, machine, store, say, own, share,
+                                 plan_consent(req, plan, one_at_a_time if ask is not None else None))
 
     try:
         if req.parallel:

@@ -116,19 +116,30 @@ def check_column_names(names: Sequence[str], known: Sequence[tuple[str, str]]) -
         raise UsageError(f"--columns: no column '{unknown[0]}' (columns: {', '.join(offered)})")
 
 
+def picked_columns(columns: Sequence[tuple[str, str]], fit: TableFit) -> list[tuple[str, str]]:
+    """The columns `fit` names (--columns), in its order, for any format; all of them
+    when it names none. A name none of `columns` has is a usage error."""
+    if not fit.columns:
+        return list(columns)
+    check_column_names(fit.columns, columns)
+    return [columns[i] for i in named_columns(columns, fit.columns)]
+
+
 def rich_table(layout: TableLayout, title: str | None = None) -> str:
     from rich import box
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     # padding 1 either side, collapsed: GAP spaces between columns, none at the edges
-    table = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
+    table = Table(title=escape(title) if title else None, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
                   pad_edge=False, padding=(0, 1), collapse_padding=True)
+    # Cell text is shown as it is, never read as rich markup ('[lambda]' stays).
     for column in layout.columns:
-        table.add_column(column.heading, justify="right" if column.numeric else "left",
+        table.add_column(escape(column.heading), justify="right" if column.numeric else "left",
                          width=column.width, overflow="fold")
     for line in layout.cells:
-        table.add_row(*line)
+        table.add_row(*(escape(cell) for cell in line))
     buf = io.StringIO()
     Console(file=buf, width=layout.width, force_terminal=False, color_system=None).print(table)
     text = buf.getvalue().rstrip("\n")

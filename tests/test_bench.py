@@ -99,7 +99,7 @@ def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, mo
 
     cloud = Cloud(terminate_errors=[ProviderError("mem", "DELETE", "oops", status=503)] * 1000)
 
-    def provision_then_fail(provider, req, offers, ledger, progress, gate=None):
+    def provision_then_fail(provider, req, offers, ledger, progress, gate=None, consent=None):
         inst = cloud.add(req.name)
         row = ledger.begin(req.name, "lambda", provider_name(req.name))
         ledger.mark(row.row_id, "launched", "created_at", instance_id=inst.instance_id)

@@ -6,8 +6,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from gpubench.cli.confirm import confirm_or_stop
-from gpubench.cli.options import (AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
+from gpubench.cli.confirm import ask, confirm_or_stop
+from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
                                   GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
                                   NoPreflightOpt, ProviderArg, QuietOpt, RemotePythonOpt, RepeatOpt, ResultsOpt,
                                   RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
@@ -31,6 +31,7 @@ def bench(
         "--counts", help="GPU counts to sweep [default: 1 and powers of two up to --gpus].")] = None,
     gpu_type: GpuTypeOpt = None,
     max_price: MaxPriceOpt = None,
+    any_gpu: AnyGpuOpt = False,
     disk: DiskOpt = 100,
     image: ImageOpt = None,
     name: NameOpt = None,
@@ -82,7 +83,7 @@ def bench(
                        name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
-                       parallel=parallel, per_workload_args=own_args)
+                       parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu)
     if nodes is not None:
         from gpubench.bench_cluster import bench_cluster, parse_nodes, plan_cluster_bench
 
@@ -97,7 +98,7 @@ def bench(
                         "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     with progress_for(output.as_json, quiet) as say:
         result = (bench_cluster(req, plan, store, say) if nodes is not None
-                  else run_bench(req, store, say, plan=plan))
+                  else run_bench(req, store, say, plan=plan, ask=None if yes else _asking(output, say)))
 
     from gpubench.report.hosts import host_sections
     from gpubench.report.render import render_report, render_section
@@ -120,6 +121,15 @@ def bench(
         err(f"error: {result.budget_stop}")
     if not result.all_ok or result.budget_stop:
         raise typer.Exit(1)
+
+
+def _asking(output, progress):
+    """A question about a machine other than the one confirmed, asked as the first was,
+    with the live display stopped meanwhile so it does not draw over the question."""
+    def asked(question: str) -> bool:
+        with progress.paused(), output.prompts():
+            return ask(question)
+    return asked
 
 
 def register(app: typer.Typer) -> None:

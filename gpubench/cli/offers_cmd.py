@@ -7,9 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpubench.cli.options import (FormatOpt, MachineGpusFilterOpt, MaxPriceOpt, OffersGpuOpt,
-                                  ProvidersArg, RegionOpt)
+from gpubench.cli.options import (ColumnsOpt, FormatOpt, MachineGpusFilterOpt, MaxPriceOpt, OffersGpuOpt,
+                                  ProvidersArg, RegionOpt, WideOpt, table_fit)
 from gpubench.cli.render import check_format, err, out, render_rows
+from gpubench.cli.settings import flags_or_defaults
 
 DEFAULT_LIMIT = 20      # rows in a table or markdown; json and csv give all unless --limit
 COLUMNS = [("provider", "provider"), ("gpu", "gpu"), ("count", "gpus"), ("vram_gb", "GB/gpu"),
@@ -49,16 +50,21 @@ def offers(
     sort: SortOpt = "price",
     limit: LimitOpt = None,
     fmt: FormatOpt = "table",
+    wide: WideOpt = False,
+    columns: ColumnsOpt = None,
 ) -> None:
     """List GPU offers from every provider, cheapest first; offers whose host fails a
     check on what the provider publishes (reliability, CUDA, PCIe, network, ports, RAM,
-    cores) are left out, each with why on stderr."""
+    cores) are left out, each with why on stderr. --gpu, --max-price and --region
+    default to [defaults] gpu_type, max_price and region in config.toml."""
     from gpubench.errors import UsageError
     from gpubench.offer_checks import left_out_line, split_offers
     from gpubench.offers import (OfferQuery, explain_empty, gather, limit_offers, offer_display_row,
                                  offer_row)
 
     check_format(fmt, ("table", "csv", "json", "markdown"))
+    fit = table_fit(wide, columns)
+    gpu, max_price, region = _or_defaults(gpu, max_price, region)
     if spot and kind not in ("on-demand", "spot"):
         raise UsageError(f"--spot and --kind {kind} disagree: give one")
     query = OfferQuery(list(providers or []), gpus, gpu, max_price, "spot" if spot else kind,
@@ -73,7 +79,7 @@ def offers(
     shown, cut = limit_offers(found, DEFAULT_LIMIT if limit is None and people else limit)
     rows = [(offer_display_row if people else offer_row)(o) for o in shown]
     if rows or not people:
-        out(render_rows(rows, _columns(query, shown) if people else _all_columns(), fmt))
+        out(render_rows(rows, _chosen(query, shown, people, fit), fmt, fit=fit))
     if cut:
         err(cut)
     if any(o.interruptible for o in shown):
@@ -83,6 +89,25 @@ def offers(
         err(explain_empty(query, got))
     if got.warnings and not rows:
         raise typer.Exit(1)
+
+
+def _or_defaults(gpu, max_price, region) -> tuple:
+    """The flags given, else [defaults]: offers spells gpu_type --gpu."""
+    gpu_type, max_price, region = flags_or_defaults(gpu_type=gpu, max_price=max_price, region=region)
+    return gpu_type, max_price, region
+
+
+def _chosen(query, shown, people: bool, fit) -> list[tuple[str, str]]:
+    """The columns to render: the table's (every field, for programs), or those
+    --columns names, in its order (by key or by the table's heading, any format)."""
+    from gpubench.table_fit import picked_columns
+
+    if not fit.columns:
+        return _columns(query, shown) if people else _all_columns()
+    if people:
+        return picked_columns([*COLUMNS, SPOT_COLUMN, RELIABILITY_COLUMN], fit)
+    headings = dict([*COLUMNS, SPOT_COLUMN, RELIABILITY_COLUMN])
+    return picked_columns([(key, headings.get(key, key)) for key, _ in _all_columns()], fit)
 
 
 def _columns(query, shown) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from gpubench.cli.completion import provider_names
-from gpubench.format import FORMATS, spoken
+from gpubench.format import FORMATS, TableFit, spoken
 from gpubench.providers import registry
 
 
@@ -121,6 +121,27 @@ RESULTS_HELP = "Results directory [default: [defaults] results in config.toml, e
 FORMAT_HELP = f"{spoken(FORMATS)}."
 
 ResultsOpt = Annotated[Optional[Path], typer.Option("--results", help=RESULTS_HELP)]
+
+# How a table for people meets the terminal (offers, ls, report): every column at full
+# width, or only the columns named; a number is never cut either way.
+WIDE_HELP = "Every column at full width, however wide the terminal."
+COLUMNS_HELP = ("Only these columns, in this order: column names or headings, e.g. gpu,gpus "
+                "(csv and json too).")
+WIDTH_HINT = "--wide shows every column, --columns a,b,c the ones named"
+WideOpt = Annotated[bool, typer.Option("--wide", help=WIDE_HELP)]
+ColumnsOpt = Annotated[Optional[str], typer.Option("--columns", metavar="A,B,C", help=COLUMNS_HELP)]
+
+
+def table_fit(wide: bool, columns: str | None, hint: str = WIDTH_HINT) -> TableFit:
+    """--wide and --columns as the TableFit a table is rendered with; `hint` ends the
+    line naming the columns a table left out."""
+    from gpubench.errors import UsageError
+
+    names = tuple(n.strip() for n in (columns or "").split(",") if n.strip())
+    if columns is not None and not names:
+        raise UsageError("--columns: name at least one column (e.g. --columns gpu,gpus)")
+    return TableFit(wide=wide, columns=names, hint=hint)
+
 FormatOpt = Annotated[str, typer.Option("--format", help=FORMAT_HELP)]
 # A command whose data is one document (what was rented, taken down, run): words, or
 # one JSON document on stdout with the progress on stderr.

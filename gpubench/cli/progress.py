@@ -12,10 +12,12 @@ a step line at most every PLAIN_EVERY_S (none with --quiet).
 
 from __future__ import annotations
 
+import contextlib
+
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -130,6 +132,19 @@ class Progress:
         live, self._live = self._live, None
         if live is not None:  # outside our lock: stopping renders us once more
             live.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live display stopped while the user is asked something, then resumed."""
+        live = self._live
+        if live is None:
+            yield
+            return
+        live.stop()
+        try:
+            yield
+        finally:
+            live.start()
 
     # ------------------------------------------------------------------ input
     def __call__(self, line: str) -> None:

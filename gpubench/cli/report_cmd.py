@@ -11,7 +11,7 @@ from typing import Annotated, List, Optional, Tuple
 
 import typer
 
-from gpubench.cli.options import FormatOpt, ResultsOpt
+from gpubench.cli.options import ColumnsOpt, FormatOpt, ResultsOpt, WideOpt, table_fit
 from gpubench.cli.render import check_format, err, out
 from gpubench.errors import UsageError
 from gpubench.results import ResultsStore
@@ -28,8 +28,6 @@ COMPARE_HELP = (
     "and GPU count (and GPU, when comparing providers).")
 SINCE_HELP = ("Only records made at or after DATE: 2026-01-31, 2026-01-31T12:00 (UTC), "
               "or an age: 12h, 7d, 2w.")
-COLUMNS_HELP = ("Only these columns, in this order: report column names or headings "
-                "(provider,gpu,gpus,throughput,speedup,cost_per_epoch); csv and json too.")
 FAILURES_HELP = ("Which failed runs to list: none, latest (those of configurations that have "
                  "not run ok since) or all.")
 
@@ -60,10 +58,8 @@ def report(
         help="Also write figures per workload into DIR: throughput, efficiency, cost against time.")] = None,
     plot_format: Annotated[str, typer.Option("--plot-format", help="png, svg or both.")] = "png",
     failures: Annotated[str, typer.Option("--failures", help=FAILURES_HELP)] = "latest",
-    wide: Annotated[bool, typer.Option(
-        "--wide", help="Every column at full width, however wide the terminal.")] = False,
-    columns: Annotated[Optional[str], typer.Option(
-        "--columns", metavar="A,B,C", help=COLUMNS_HELP)] = None,
+    wide: WideOpt = False,
+    columns: ColumnsOpt = None,
 ) -> None:
     """Throughput, speedup, efficiency and cost per workload, GPU, provider and precision.
 
@@ -122,7 +118,9 @@ def report(
 
     built = build_report(frame, parse_baseline(baseline, frame), failures)
     compare = tuple(compare) if compare else None
-    fit = _table_fit(wide, columns)
+    from gpubench.report.render import REPORT_HINT
+
+    fit = table_fit(wide, columns, REPORT_HINT)
     _print(render(built, fmt, workload, compare, fit))
     from gpubench.report.hosts import host_sections
 
@@ -137,16 +135,6 @@ def report(
             out("\n" + render_section(section, fmt, host_fit))
     _write_extras(built, html, plot, plot_formats, compare, machines)
     _say_skipped(loaded.warnings)
-
-
-def _table_fit(wide: bool, columns: str | None):
-    from gpubench.format import TableFit
-    from gpubench.report.render import REPORT_HINT
-
-    names = tuple(n.strip() for n in (columns or "").split(",") if n.strip())
-    if columns is not None and not names:
-        raise UsageError("--columns: name at least one column (e.g. --columns gpu,gpus,speedup)")
-    return TableFit(wide=wide, columns=names, hint=REPORT_HINT)
 
 
 def _say_skipped(warnings: list[str]) -> None:

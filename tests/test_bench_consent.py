@@ -1,0 +1,106 @@
+"""`bench` spends money only on what its confirmation showed: the question names the
+machine, its price and the plan's estimate (price x expected time); when the machine
+confirmed never boots, another type or a higher price is asked about, allowed by
+--any-gpu / --max-price, and under --yes stops the bench in one line."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpubench import bench as bench_mod
+from gpubench.cli import confirm
+from gpubench.lifecycle.budget import Estimate
+from gpubench.lifecycle.ledger import Ledger
+from gpubench.providers.common import Offer
+
+
+@pytest.fixture
+def cloud(tmp_path, monkeypatch):
+    from tests.helpers import mock_cloud
+
+    yield from mock_cloud(tmp_path, monkeypatch)
+
+
+def _bench(cli, tmp_path, *flags):
+    return cli("bench", "vast", "--gpus", "1", "--workload", "mnist-ddp", "--boot-timeout", "0.1",
+               "--results", str(tmp_path / "results"), *flags)
+
+
+class _Tty:
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_confirmation_shows_price_times_expected_time(cloud, cli, tmp_path, monkeypatch):
+    questions = []
+    monkeypatch.setattr(confirm.sys, "stdin", _Tty())
+    monkeypatch.setattr(confirm.typer, "confirm", lambda q, default: questions.append(q) or False)
+    code, out, err = _bench(cli, tmp_path)
+    assert code == 1 and Ledger().entries(include_done=True) == []      # said no: nothing rented
+    said = re.search(r"1x RTX 3090 at \$0\.16/h: (\d+) run\(s\), about (\d+) min expected, "
+                     r"about \$(\d+\.\d+) at \$0\.16/h", questions[0])
+    assert said, questions[0]
+    assert float(said[3]) == pytest.approx(0.16 * int(said[2]) / 60, abs=0.006)
+
+
+def test_under_yes_a_higher_price_stops_the_bench_in_one_line(cloud, cli, tmp_path):
+    cloud.set_faults("vast:never-boots")
+    code, out, err = _bench(cli, tmp_path, "--yes")
+    assert code == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: nothing more rented: the next offer is 1x RTX 3090 (24 GB) at $0.17/h")
+    assert last.endswith("(a higher price); pass --max-price to allow it")
+    assert [r.status for r in Ledger().entries(include_done=True)] == ["terminated"]
+
+
+def test_under_yes_another_type_needs_any_gpu(cloud, cli, tmp_path):
+    cloud.set_faults("vast:never-boots")
+    code, out, err = _bench(cli, tmp_path, "--yes", "--max-price", "0.3", "--attempts", "3")
+    last = err.strip().splitlines()[-1]
+    assert code == 1 and "the next offer is 1x A10 (24 GB)" in last and "pass --any-gpu" in last
+    code, out, err = _bench(cli, tmp_path, "--yes", "--max-price", "0.3", "--attempts", "3",
+                            "--any-gpu", "--name", "anyone")
+    assert code == 1 and "nothing more rented" not in err
+    rows = [r for r in Ledger().entries(include_done=True) if r.name == "anyone"]
+    assert [r.gpu_name for r in rows] == ["RTX 3090", "RTX 3090", "A10"]
+    assert {r.status for r in rows} == {"terminated"}
+
+
+def test_asked_at_the_terminal_and_declined(cloud, cli, tmp_path, monkeypatch):
+    questions = []
+
+    def reply(question, default):
+        questions.append(question)
+        return len(questions) == 1                    # yes to the bench, no to the other machine
+    monkeypatch.setattr(confirm.sys, "stdin", _Tty())
+    monkeypatch.setattr(confirm.typer, "confirm", reply)
+    cloud.set_faults("vast:never-boots")
+    code, out, err = _bench(cli, tmp_path)
+    assert code == 1
+    assert questions[1] == ("1x RTX 3090 (24 GB) at $0.16/h did not work out. "
+                            "Rent 1x RTX 3090 (24 GB) at $0.17/h instead?")
+    assert err.strip().endswith("nothing more rented: 1x RTX 3090 (24 GB) at $0.17/h was declined")
+
+
+def _host(oid: str, machine: int | None, price: float) -> Offer:
+    extra = {"machine_id": machine} if machine is not None else {}
+    return Offer("vast", oid, "RTX 3090", 1, price, available=1, extra=extra)
+
+
+def test_with_hosts_the_agreement_reaches_the_dearest_host_the_plan_named():
+    offers = [_host("a", 1, 0.16), _host("b", 1, 0.18), _host("c", 2, 0.17), _host("d", 3, 0.40)]
+    plan = bench_mod.BenchPlan(None, offers, Estimate(1, 3600.0, 0.16), 2.0, None, hosts=2)
+    assert plan.highest_price == pytest.approx(0.17)
+    assert "each at $0.16 to $0.17/h" in plan.describe()
+    req = bench_mod.BenchRequest("vast", 1, [], hosts=2)
+    consent = bench_mod.plan_consent(req, plan)
+    consent.check(offers[2])                              # the second host: agreed
+    with pytest.raises(Exception, match="a higher price"):
+        consent.check(offers[3])
+    one = bench_mod.BenchPlan(None, offers, Estimate(1, 3600.0, 0.16), 2.0, None)
+    assert one.highest_price == 0.16 and "at $0.16/h:" in one.describe()
+    endless = bench_mod.BenchPlan(None, [_host("x", None, 1.0), _host("y", 5, 2.0)],
+                                  Estimate(1, 3600.0, 1.0), 2.0, None, hosts=3)
+    assert endless.highest_price == 1.0                   # a machine per launch: enough of them
