@@ -13,7 +13,6 @@ a step line at most every PLAIN_EVERY_S (none with --quiet).
 from __future__ import annotations
 
 import contextlib
-
 import threading
 import time
 from dataclasses import dataclass
