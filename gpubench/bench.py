@@ -385,21 +385,35 @@ def _add_cost(store: ResultsStore, result: BenchResult, echo: Echo) -> None:
 
 def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: BenchResult,
             spending=None) -> None:
+    from gpubench.remote.targets import host_from_entry
+    from gpubench.sweep import default_points, on_one_node
+
+    def points(machine):
+        return on_one_node(req.counts) if req.counts else default_points(machine)
+
+    sweep_on(host_from_entry(entry), points, req, store, echo, result, spending,
+             force=req.force or req.hosts > 1)   # with --hosts, each host is measured
+
+
+def sweep_on(target, points_for, req: BenchRequest, store: ResultsStore, echo: Echo,
+             result: BenchResult, spending=None, force: bool | None = None) -> None:
+    """Sweep every workload of the bench on a rented machine or cluster (`target`, an
+    --on value for the launcher factory) at the points `points_for(machine)` gives,
+    under the budget's `spending`; a budget reached ends the sweeps (result.budget_stop)."""
     from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.lifecycle.budget import BudgetReached
-    from gpubench.remote.targets import host_from_entry
     from gpubench.suite import args_for
-    from gpubench.sweep import SweepPlan, default_points, default_repeats, on_one_node, sweep
+    from gpubench.sweep import SweepPlan, default_repeats, sweep
 
     options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
-    with open_launcher(host_from_entry(entry), options) as opened:
+    with open_launcher(target, options) as opened:
         launcher = opened if spending is None else _Budgeted(opened, spending)
         machine = launcher.machine()
-        points = on_one_node(req.counts) if req.counts else default_points(machine)
+        points = points_for(machine)
         for workload in req.workloads:
             run_plan = SweepPlan(workload, list(points),
                                  args_for(workload, req.workload_args, req.per_workload_args), new_run_id(),
-                                 req.timeout, force=req.force or req.hosts > 1,  # each host measured
+                                 req.timeout, force=req.force if force is None else force,
                                  repeat=req.repeat or default_repeats(machine))
             result.run_ids.append(run_plan.run_id)
             try:

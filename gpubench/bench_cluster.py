@@ -19,11 +19,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from gpubench.bench import (BenchRequest, BenchResult, Echo, TeardownError, _add_cost, _Budgeted,
+from gpubench.bench import (BenchRequest, BenchResult, Echo, TeardownError, _add_cost,
                             _ctrl_c_deferred, _gate, _money, _one_line, _provision_request,
-                            _WithHostFacts)
+                            _WithHostFacts, sweep_on)
 from gpubench.errors import UsageError
-from gpubench.results import ResultsStore, new_run_id
+from gpubench.results import ResultsStore
 
 
 @dataclass
@@ -167,28 +167,9 @@ def _rent_and_sweep(req: BenchRequest, plan: ClusterBenchPlan, store: ResultsSto
 def _sweeps(req: BenchRequest, plan: ClusterBenchPlan, cluster: str, store, echo: Echo,
             result: BenchResult, spending) -> None:
     from gpubench.launch.cluster import node_points
-    from gpubench.launch.factory import LaunchOptions, open_launcher
-    from gpubench.lifecycle.budget import BudgetReached
-    from gpubench.suite import args_for
-    from gpubench.sweep import SweepPlan, default_repeats, sweep
 
-    options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
-    with open_launcher(cluster, options) as opened:
-        launcher = opened if spending is None else _Budgeted(opened, spending)
-        machine = launcher.machine()
-        points = node_points(machine, cluster, plan.nodes, req.counts)
-        for workload in req.workloads:
-            run_plan = SweepPlan(workload, list(points),
-                                 args_for(workload, req.workload_args, req.per_workload_args),
-                                 new_run_id(), req.timeout, force=req.force,
-                                 repeat=req.repeat or default_repeats(machine))
-            result.run_ids.append(run_plan.run_id)
-            try:
-                result.records += sweep(launcher, run_plan, store, echo).records
-            except BudgetReached as e:
-                result.budget_stop = str(e)
-                echo(f"{e}; tearing down")
-                return
+    sweep_on(cluster, lambda machine: node_points(machine, cluster, plan.nodes, req.counts),
+             req, store, echo, result, spending)
 
 
 def _teardown(req: BenchRequest, plan: ClusterBenchPlan, ledger, echo: Echo, result: BenchResult,

@@ -78,3 +78,31 @@ def start_gpubench(*args: str, cwd: Path | str = REPO, env: dict[str, str] | Non
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen(_command(args), text=True, cwd=cwd, env=_environment(env), **popen)
+
+
+def one_line(err: str) -> str:
+    """The one line a command said on stderr (asserted to be one)."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# A script for a run that loses a node: all-reduces in a loop, long on two nodes (where
+# the test takes a node away once the marker file appears), short on one.
+LOOPING = '''\
+import argparse, datetime, json, os, time
+import torch, torch.distributed as dist
+p = argparse.ArgumentParser()
+p.add_argument("--marker")
+a = p.parse_args()
+dist.init_process_group("gloo", timeout=datetime.timedelta(
+    seconds=float(os.environ.get("GPUBENCH_PG_TIMEOUT_S", "1800"))))
+nodes = int(os.environ["GROUP_WORLD_SIZE"])
+t = torch.ones(1)
+for step in range(3000 if nodes > 1 else 3):
+    dist.all_reduce(t)
+    if step == 1 and dist.get_rank() == 0 and nodes > 1:
+        open(a.marker, "w").close()
+    time.sleep(0.1)
+print(f"rank {dist.get_rank()} done", flush=True)
+'''

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from gpubench.lifecycle.ledger import Ledger
-from tests.helpers import mock_cloud, run_gpubench
+from tests.helpers import mock_cloud, one_line, run_gpubench
 from tests.lifecycle.test_cluster_provision import second_vast_machine
 
 PROVIDERS = ["lambda", "vast", "runpod"]
@@ -18,12 +18,6 @@ PROVIDERS = ["lambda", "vast", "runpod"]
 @pytest.fixture
 def cloud(tmp_path, monkeypatch):
     yield from mock_cloud(tmp_path, monkeypatch)
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 @pytest.mark.slow

@@ -8,22 +8,15 @@ import pytest
 
 from gpubench import bench_cluster
 from gpubench.bench import BenchRequest
-from gpubench.errors import UsageError
 from gpubench.lifecycle.ledger import Ledger
 from gpubench.results import ResultsStore
 from gpubench.suite import resolve_list
-from tests.helpers import mock_cloud
+from tests.helpers import mock_cloud, one_line
 
 
 @pytest.fixture
 def cloud(tmp_path, monkeypatch):
     yield from mock_cloud(tmp_path, monkeypatch)
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_nodes_beside_hosts_is_one_line_and_nothing_is_rented(cli, cloud):

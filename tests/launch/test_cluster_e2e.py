@@ -15,6 +15,7 @@ from gpubench.launch import cluster as cluster_launcher
 from gpubench.launch.cluster import ClusterOptions
 from gpubench.launch.cluster_torchrun import Rendezvous
 from gpubench.results import ResultsStore
+from tests.helpers import LOOPING
 from tests.launch.cluster_netns import INSTANCE_TYPE, two_node_cluster
 
 pytestmark = pytest.mark.slow
@@ -73,24 +74,6 @@ def test_two_nodes_of_two_processes_end_to_end(pair, tmp_path, cli, workload, ar
         assert "node speedup" in out  # the report's node scaling beside the GPU scaling
 
 
-# All-reduces in a loop: long on two nodes (where the node is cut), short on one.
-LOOPING = '''\
-import argparse, datetime, json, os, time
-import torch, torch.distributed as dist
-p = argparse.ArgumentParser()
-p.add_argument("--marker")
-a = p.parse_args()
-dist.init_process_group("gloo", timeout=datetime.timedelta(
-    seconds=float(os.environ.get("GPUBENCH_PG_TIMEOUT_S", "1800"))))
-nodes = int(os.environ["GROUP_WORLD_SIZE"])
-t = torch.ones(1)
-for step in range(3000 if nodes > 1 else 3):
-    dist.all_reduce(t)
-    if step == 1 and dist.get_rank() == 0 and nodes > 1:
-        open(a.marker, "w").close()
-    time.sleep(0.1)
-print(f"rank {dist.get_rank()} done", flush=True)
-'''
 
 
 def cut_once_marked(node, marker, cut_at: list[float], limit_s: float = 180) -> threading.Thread:

@@ -19,6 +19,7 @@ from gpubench.lifecycle.ledger import Ledger
 from gpubench.lifecycle.provision import Deadlines, ProvisionRequest
 from gpubench.mock import netns
 from gpubench.results import ResultsStore
+from tests.helpers import LOOPING
 from tests.lifecycle.test_cluster_provision import second_vast_machine
 from tests.mock.helpers import netns_mock_cloud
 
@@ -98,24 +99,6 @@ def test_provision_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provide
     assert_down(cli, cloud)
 
 
-# All-reduces in a loop: long on two nodes (where member 1 dies), short on one.
-LOOPING = '''\
-import argparse, datetime, json, os, time
-import torch, torch.distributed as dist
-p = argparse.ArgumentParser()
-p.add_argument("--marker")
-a = p.parse_args()
-dist.init_process_group("gloo", timeout=datetime.timedelta(
-    seconds=float(os.environ.get("GPUBENCH_PG_TIMEOUT_S", "1800"))))
-nodes = int(os.environ["GROUP_WORLD_SIZE"])
-t = torch.ones(1)
-for step in range(3000 if nodes > 1 else 3):
-    dist.all_reduce(t)
-    if step == 1 and dist.get_rank() == 0 and nodes > 1:
-        open(a.marker, "w").close()
-    time.sleep(0.1)
-print(f"rank {dist.get_rank()} done", flush=True)
-'''
 
 
 def kill_once_marked(cloud, provider: str, iid: str, marker, died_at: list[float],
