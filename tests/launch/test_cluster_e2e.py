@@ -42,7 +42,7 @@ def run_args(tmp_path, *extra: str) -> list[str]:
 
 
 # allreduce across two nodes, and a node lost mid-run, on the mock's own instances:
-# tests/lifecycle/test_cluster_e2e_mock.py
+# tests/lifecycle/test_cluster_e2e_mock.py and test_cluster_faults_mock.py
 @pytest.mark.parametrize("workload, args", [("mnist-ddp", TINY_MNIST)])
 def test_two_nodes_of_two_processes_end_to_end(pair, tmp_path, cli, workload, args):
     code, out, err = cli("run", workload, *run_args(tmp_path, "--nodes", "1,2"), "--", *args)
