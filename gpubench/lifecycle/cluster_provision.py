@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, NoReturn
 
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.lifecycle import accounts, watchdog
@@ -225,15 +225,7 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
             outcome.replaced += [f"node {index}: {line}" for line in result.attempts]
         outcome.hosts.check_uniform()
     except BaseException as e:
-        why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
-        progress("teardown", f"cluster {name} cannot be completed ({why}); terminating every member")
-        left = take_down_cluster(ledger, provider, name, lambda line: progress("teardown", line))
-        sync_ssh_config(ledger)
-        if isinstance(e, KeyboardInterrupt):
-            progress("teardown", _teardown_line(name, left))
-            raise
-        raise ClusterError(f"cluster {name} on {provider.name} not completed: {why}; "
-                           f"{_teardown_line(name, left)}") from None
+        _give_up(ledger, provider, name, e, progress, "terminating every member")
     outcome.seconds_to_ready = time.monotonic() - started
     outcome.links = measure_and_keep(ledger, outcome, progress)
     return outcome
@@ -310,17 +302,9 @@ def _provision_native(provider: Provider, clusters: NativeClusters, req: Cluster
                                  f"itself); the ledger's deadline holds: any gpubench command after it "
                                  f"takes the cluster down")
     except BaseException as e:
-        why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
-        progress("teardown", f"cluster {name} cannot be completed ({why}); {provider.name} cannot replace "
-                             f"one member of its cluster: deleting the whole cluster")
-        left = take_down_cluster(ledger, provider, name, lambda line: progress("teardown", line))
-        sync_ssh_config(ledger)
-        if isinstance(e, KeyboardInterrupt):
-            progress("teardown", _teardown_line(name, left))
-            raise
-        raise ClusterError(f"cluster {name} on {provider.name} not completed: {why}; {provider.name} "
-                           f"cannot replace one member of its cluster, so the whole cluster was deleted: "
-                           f"{_teardown_line(name, left)}") from None
+        _give_up(ledger, provider, name, e, progress,
+                 f"{provider.name} cannot replace one member of its cluster: deleting the whole cluster",
+                 f"{provider.name} cannot replace one member of its cluster, so the whole cluster was deleted: ")
     outcome.members = ledger.cluster_members(name) or outcome.members
 
 
@@ -423,6 +407,21 @@ def take_down_members(ledger: Ledger, provider: Provider, name: str,
             result = DownResult(entry.name, entry.provider, entry.instance_id, False, None, str(e))
         results.append(result)
     return results
+
+
+def _give_up(ledger: Ledger, provider: Provider, name: str, error: BaseException, progress: Progress,
+             doing: str, said: str = "") -> NoReturn:
+    """A cluster that cannot be completed (or Ctrl-C): take every member down, confirm
+    each gone, and raise ClusterError saying so (KeyboardInterrupt again after Ctrl-C)."""
+    why = "interrupted" if isinstance(error, KeyboardInterrupt) else str(error)
+    progress("teardown", f"cluster {name} cannot be completed ({why}); {doing}")
+    left = take_down_cluster(ledger, provider, name, lambda line: progress("teardown", line))
+    sync_ssh_config(ledger)
+    if isinstance(error, KeyboardInterrupt):
+        progress("teardown", _teardown_line(name, left))
+        raise error
+    raise ClusterError(f"cluster {name} on {provider.name} not completed: {why}; "
+                       f"{said}{_teardown_line(name, left)}") from None
 
 
 def _teardown_line(name: str, left: list[DownResult]) -> str:
