@@ -1,7 +1,9 @@
 """The results store: a directory of JSON Lines files, one record per line.
 
 Each sweep appends to a file of its own, with an fsync after every record, and
-no file is ever rewritten. A run killed mid-write can leave a torn last line;
+no file is rewritten, with one exception: after `bench` has taken its machine down,
+it replaces its own run files once, atomically, with the machine's estimated and
+billed cost added to each record (gpubench.results_billing). A run killed mid-write can leave a torn last line;
 the reader skips that one with a warning. Any other undecodable line is
 corruption: it is skipped with a warning naming file:line (the first few of a
 file; the rest are counted), and the other records still load, so one bad line
