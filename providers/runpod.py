@@ -108,27 +108,25 @@ class RunPod:
 
     # -- instances ----------------------------------------------------------
     def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
-        body = {
-            "name": provider_name(spec.name), "image": spec.image,
-            "gpu": {"id": offer.offer_id, "count": spec.gpus},   # count always: see docstring
-            "cloud": CLOUD, "disk": int(spec.disk_gb), "startSsh": True,
-            "ports": ["22/tcp", *(f"{p}/tcp" for p in spec.ports if p != 22)],
-            # The pod-level key as well: runs even where account keys are not injected.
-            "env": {"PUBLIC_KEY": spec.ssh_key.public_key} if spec.ssh_key else {},
-        }
-        if spec.region:
-            body["dataCenterIds"] = [spec.region]
-        try:
-            pod = self.client.json("POST", "/v2/pods", json=body, launch=True)
-        except InvalidRequestError as e:
-            if e.status in (400, 403):   # 400: cannot place this GPU now; 403: no access to the pool
-                raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
-            raise
+        body = {**_container(spec, ["22/tcp", *(f"{p}/tcp" for p in spec.ports if p != 22)]),
+                "gpu": {"id": offer.offer_id, "count": spec.gpus},   # count always: see docstring
+                "cloud": CLOUD}
+        pod = self._create("/v2/pods", body)
         if not isinstance(pod, dict) or not pod.get("id"):   # the pod may exist all the same
             raise TransportError(NAME, "POST /v2/pods", "answer has no pod id")
         inst = self._instance(pod)
         inst.price_per_hour = inst.price_per_hour or offer.price_per_hour
         return inst
+
+    def _create(self, path: str, body: dict):
+        """POST a create; a refusal to place it (400: not now; 403: no access to the
+        pool) is a CapacityError: nothing was created, another offer may do."""
+        try:
+            return self.client.json("POST", path, json=body, launch=True)
+        except InvalidRequestError as e:
+            if e.status in (400, 403):
+                raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
+            raise
 
     def get(self, instance_id: str) -> Instance:
         return self._instance(self.client.json("GET", f"/v2/pods/{instance_id}"))
@@ -161,23 +159,12 @@ class RunPod:
 
     # -- clusters (NativeClusters) ------------------------------------------
     def create_cluster(self, offer: Offer, spec: LaunchSpec, nodes: int) -> ClusterCreated:
-        body = {
-            "name": provider_name(spec.name), "type": "TRAINING", "image": spec.image,
-            "compute": {"gpuTypeId": offer.offer_id, "gpuCountPerPod": spec.gpus, "podCount": nodes},
-            "disk": int(spec.disk_gb), "startSsh": True,
-            # The members reach each other on the private network at the container
-            # ports themselves: only SSH needs a public port.
-            "ports": ["22/tcp"],
-            "env": {"PUBLIC_KEY": spec.ssh_key.public_key} if spec.ssh_key else {},
-        }
-        if spec.region:
-            body["dataCenterIds"] = [spec.region]
+        # The members reach each other on the private network at the container ports
+        # themselves: only SSH needs a public port.
+        body = {**_container(spec, ["22/tcp"]), "type": "TRAINING",
+                "compute": {"gpuTypeId": offer.offer_id, "gpuCountPerPod": spec.gpus, "podCount": nodes}}
         try:
-            cluster = self.client.json("POST", "/v2/clusters", json=body, launch=True)
-        except InvalidRequestError as e:
-            if e.status in (400, 403):   # 400: cannot place them in one data centre now; 403: no access
-                raise CapacityError(NAME, e.endpoint, e.message, status=e.status, code=e.code) from None
-            raise
+            cluster = self._create("/v2/clusters", body)   # 400: not in one data centre now
         except ANSWER_ERRORS as e:
             raise TransportError(NAME, "POST /v2/clusters", f"unexpected answer: {e}") from None
         if not isinstance(cluster, dict) or not isinstance(cluster.get("id"), str) or not cluster["id"]:
@@ -287,3 +274,15 @@ def _offer(gpu: dict, count: int) -> Offer | None:
 
 
 __all__ = ["RunPod", "connect", "NotFoundError"]
+
+
+def _container(spec: LaunchSpec, ports: list[str]) -> dict:
+    """What a pod and every pod of a cluster are made from: name, image, disk, SSH
+    (the pod-level key as well: it works even where account keys are not injected),
+    the ports to expose and the data centre asked for."""
+    body = {"name": provider_name(spec.name), "image": spec.image, "disk": int(spec.disk_gb),
+            "startSsh": True, "ports": ports,
+            "env": {"PUBLIC_KEY": spec.ssh_key.public_key} if spec.ssh_key else {}}
+    if spec.region:
+        body["dataCenterIds"] = [spec.region]
+    return body
