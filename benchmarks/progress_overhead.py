@@ -66,21 +66,20 @@ def hook_cost() -> tuple[float, float]:
 
     with open(os.devnull, "w") as sink:
         quiet = harness.ProgressPrinter(64, every_s=3600, write=lambda line: None)
-        quiet.begin("measure", 10**6)
-        calls = 200_000
-        started = time.perf_counter()
-        for i in range(calls):
-            quiet.after_step(i + 1)
-        idle_ns = (time.perf_counter() - started) / calls * 1e9
+        idle_ns = _seconds_per_step(quiet, 200_000) * 1e9
         printing = harness.ProgressPrinter(64, every_s=0.0,
                                            write=lambda line: print(line, file=sink, flush=True))
-        printing.begin("measure", 10**6)
-        calls = 20_000
-        started = time.perf_counter()
-        for i in range(calls):
-            printing.after_step(i + 1)
-        print_us = (time.perf_counter() - started) / calls * 1e6
+        print_us = _seconds_per_step(printing, 20_000) * 1e6
     return idle_ns, print_us
+
+
+def _seconds_per_step(printer, calls: int) -> float:
+    """Seconds one after_step call of `printer` takes, over `calls` steps."""
+    printer.begin("measure", 10**6)
+    started = time.perf_counter()
+    for i in range(calls):
+        printer.after_step(i + 1)
+    return (time.perf_counter() - started) / calls
 
 
 def display_cpu_share(seconds: float = 5.0) -> float:
