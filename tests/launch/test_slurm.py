@@ -133,12 +133,17 @@ print("world", os.environ["WORLD_SIZE"], "rank", os.environ["RANK"])
 """
 
 
-def test_a_failed_job_is_recorded_with_slurms_state_and_the_sweep_goes_on(slurm, tmp_path):
-    own = script(tmp_path, "fails_alone.py", FAILS_ALONE)
+def srun_sweep_setup(tmp_path) -> tuple[ResultsStore, LaunchOptions]:
+    """A results store in tmp_path and the launch options of a sweep of srun jobs."""
     store = ResultsStore(tmp_path / "results")
     store.directory.mkdir()
-    options = LaunchOptions(remote_python=PY, remote_dir=str(tmp_path / "cluster"),
-                            scheme_options=SlurmOptions(launch="srun"))
+    return store, LaunchOptions(remote_python=PY, remote_dir=str(tmp_path / "cluster"),
+                                scheme_options=SlurmOptions(launch="srun"))
+
+
+def test_a_failed_job_is_recorded_with_slurms_state_and_the_sweep_goes_on(slurm, tmp_path):
+    own = script(tmp_path, "fails_alone.py", FAILS_ALONE)
+    store, options = srun_sweep_setup(tmp_path)
     lines: list[str] = []
     with open_launcher("slurm", options) as launcher:
         plan = SweepPlan(resolve(str(own)), [P(1, 1), P(2, 1)], [], "fails", 60)
@@ -180,10 +185,7 @@ def test_a_job_held_past_its_pending_deadline_is_cancelled(slurm, cli, tmp_path)
 
 def test_a_job_past_its_run_deadline_is_cancelled_and_recorded_failed(slurm, tmp_path):
     own = script(tmp_path, "sleeps.py", SLEEPS)
-    store = ResultsStore(tmp_path / "results")
-    store.directory.mkdir()
-    options = LaunchOptions(remote_python=PY, remote_dir=str(tmp_path / "cluster"),
-                            scheme_options=SlurmOptions(launch="srun"))
+    store, options = srun_sweep_setup(tmp_path)
     lines: list[str] = []
     with open_launcher("slurm", options) as launcher:
         plan = SweepPlan(resolve(str(own)), [P(1, 1)], [], "slow", 3)
