@@ -171,17 +171,8 @@ def _with_error(said: LinkMeasure, why: str) -> LinkMeasure:
 
 def keep(ledger, entry, link: LinkMeasure) -> None:
     """The measure in the member's row: its `gate` JSON, under "link"."""
-    facts = _facts(entry.gate)
-    facts["link"] = link.as_json()
+    facts = {**entry.gate_facts, "link": link.as_json()}
     ledger.update(entry.row_id, gate=json.dumps(facts, sort_keys=True))
-
-
-def _facts(text: str | None) -> dict:
-    try:
-        found = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
 
 
 def record_fields(hosts: ClusterHosts) -> dict:

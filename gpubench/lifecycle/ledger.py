@@ -29,6 +29,7 @@ their rows have no account ("account unknown").
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from dataclasses import dataclass, fields
@@ -152,6 +153,16 @@ class LedgerEntry:
     @property
     def active(self) -> bool:
         return self.status.active
+
+    @property
+    def gate_facts(self) -> dict:
+        """The `gate` column read: the preflight gate's findings and what else was
+        measured on the machine (a cluster member's link); {} when none or unreadable."""
+        try:
+            found = json.loads(self.gate) if self.gate else {}
+        except ValueError:
+            return {}
+        return found if isinstance(found, dict) else {}
 
     @property
     def account(self) -> Account | None:

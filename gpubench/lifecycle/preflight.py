@@ -474,8 +474,11 @@ def check_entry(entry, offer=None, python: str = "python3", wait: float = CONNEC
 
 
 def record(ledger, entry, findings: dict) -> None:
-    """Keep the gate's findings in the machine's ledger row (its `gate` column)."""
-    ledger.update(entry.row_id, gate=json.dumps(findings, sort_keys=True))
+    """Keep the gate's findings in the machine's ledger row (its `gate` column), beside
+    what else was measured there (a cluster member's link): the findings always carry
+    the same keys, so a later gate replaces every one of an earlier one's."""
+    facts = {**ledger.get(entry.row_id).gate_facts, **findings}
+    ledger.update(entry.row_id, gate=json.dumps(facts, sort_keys=True))
 
 
 def recorded_gate(ledger, python: str = "python3"):

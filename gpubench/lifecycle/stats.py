@@ -18,7 +18,6 @@ The clock is passed in, so the figures of a ledger with known stamps are known.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
@@ -97,13 +96,8 @@ def percentile(values: list[float], q: float) -> float | None:
 def gate_of(entry: LedgerEntry) -> dict | None:
     """The gate's findings kept in the row, or None where the gate did not run (or left
     something unreadable)."""
-    if not entry.gate:
-        return None
-    try:
-        found = json.loads(entry.gate)
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) and isinstance(found.get("passed"), bool) else None
+    found = entry.gate_facts
+    return found if isinstance(found.get("passed"), bool) else None
 
 
 def provider_stats(entries: Iterable[LedgerEntry], now: float) -> list[ProviderStats]:

@@ -111,16 +111,12 @@ def node_from_entry(entry: LedgerEntry, key_file: Path | None = None,
                     price: float | None = None) -> ClusterNode:
     ports = {int(k): int(v) for k, v in json.loads(entry.port_map).items()} if entry.port_map else {}
     return ClusterNode(host_from_entry(entry, key_file, price), int(entry.node_index or 0),
-                       entry.private_ip, ports, _link_of(entry.gate))
+                       entry.private_ip, ports, _link_of(entry))
 
 
-def _link_of(gate: str | None) -> dict | None:
+def _link_of(entry: LedgerEntry) -> dict | None:
     """The measured link kept in a member's `gate` JSON (see launch/cluster_link.py)."""
-    try:
-        found = json.loads(gate) if gate else None
-    except ValueError:
-        return None
-    link = found.get("link") if isinstance(found, dict) else None
+    link = entry.gate_facts.get("link")
     return link if isinstance(link, dict) else None
 
 

@@ -4,6 +4,7 @@ a healthy 8x H100 SXM passes, and each check fails on its own."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -202,3 +203,19 @@ def test_the_failure_line_names_the_check_and_the_measured_value_against_the_flo
     assert report.failure_line() == ("preflight failed: pcie: GPU 0: Gen5 x8 under load (floor: its "
                                      "max, Gen5 x16); shm: /dev/shm 64 MB (floor: 1024 MB; a "
                                      "container needs --shm-size or --ipc=host)")
+
+
+def test_the_gate_keeps_what_else_was_measured_on_the_machine(tmp_path):
+    """A cluster member's measured link sits in the same column: a gate recorded later
+    keeps it, and a second gate replaces every finding of the first."""
+    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.lifecycle.preflight import record
+
+    with Ledger(tmp_path / "ledger.db") as ledger:
+        entry = ledger.begin("m", "lambda", "gpubench-m")
+        link = {"node": 1, "gbps": 9.4, "network": "private"}
+        ledger.update(entry.row_id, gate=json.dumps({"link": link}))
+        record(ledger, entry, {"passed": False, "failed": [{"check": "ecc"}]})
+        record(ledger, entry, {"passed": True, "failed": []})
+        facts = ledger.get(entry.row_id).gate_facts
+    assert facts == {"link": link, "passed": True, "failed": []}
