@@ -155,7 +155,7 @@ class Campaign:
                 if i.name.startswith(f"gpubench-{name_prefix}")]
 
     def ledger_rows(self, home: Path) -> list:
-        from gpubench.lifecycle.ledger import Ledger
+        from gpubench.store.ledger import Ledger
 
         path = home / "state" / "ledger.sqlite"
         if not path.exists():

@@ -87,7 +87,7 @@ def display_cpu_share(seconds: float = 5.0) -> float:
     from rich.console import Console
 
     from gpubench.cli.progress import Progress
-    from gpubench.events import RunStarted, step_from_line
+    from gpubench.sweep.events import RunStarted, step_from_line
     from gpubench.workloads.metrics import progress_line
 
     with open(os.devnull, "w") as sink:

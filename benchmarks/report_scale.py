@@ -103,7 +103,7 @@ def time_report(directory: Path) -> tuple[float, float, float, float]:
     (from the cache), and to compute the report."""
     from gpubench.report.cache import cache_file, load_frame_cached
     from gpubench.report.compute import build_report
-    from gpubench.results import ResultsStore
+    from gpubench.store.results import ResultsStore
 
     store = ResultsStore.existing(directory)
     cache_file(directory).unlink(missing_ok=True)

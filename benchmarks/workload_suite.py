@@ -33,8 +33,8 @@ from pathlib import Path
 import nccl_tests
 from gpubench import suite
 from gpubench.launch.local import LocalLauncher, torch_python
-from gpubench.results import ResultsStore, new_run_id
-from gpubench.sweep import SweepPlan, on_one_node, run_sweep
+from gpubench.store.results import ResultsStore, new_run_id
+from gpubench.sweep.run import SweepPlan, on_one_node, run_sweep
 
 
 # --------------------------------------------------------------------------- published figures

@@ -116,7 +116,7 @@ def test_the_walk_sees_imports_in_function_bodies_and_skips_type_checking():
     graph = import_graph()
     assert "gpubench.providers.common" in graph and "gpubench.workloads" in graph
     # bench.py imports the lifecycle only inside its functions
-    assert any(m.startswith("gpubench.lifecycle.") for m in graph["gpubench.bench"])
+    assert any(m.startswith("gpubench.lifecycle.") for m in graph["gpubench.bench.machine"])
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n"

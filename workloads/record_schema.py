@@ -3,7 +3,7 @@ it, and how the report reads and shows it.
 
 One JSON object per run. The workload's harness writes its half on the machine
 (workloads/harness.py build_record); gpubench completes it when the run is over
-(gpubench/recording.py); the report reads the fields marked `read_as` from
+(gpubench/sweep/records.py); the report reads the fields marked `read_as` from
 every record and shows the fields marked `column`, some computed from the
 others (filled_by REPORT, one formula each in gpubench/report/compute.py).
 Adding a report column is one entry here (plus its formula when the report
@@ -35,7 +35,7 @@ LAUNCHER = "launcher"  # the launcher that ran it, for what only it knows (a Slu
 HOST_CHECK = "host check"  # gpubench's preflight check of a rented machine, in every record of
 #                            a bench on it; absent where no check ran
 BILLING = "billing"  # gpubench once a bench's machine is confirmed gone: what the machine cost,
-#                     added to the records of the runs made on it (gpubench/results_billing.py)
+#                     added to the records of the runs made on it (gpubench/store/billing.py)
 
 # How the report reads a field out of records (the type of its column).
 LABEL = "label"  # text with few distinct values (names, ids): kept as category codes
@@ -289,7 +289,7 @@ FIELDS: tuple[Field, ...] = (
       "signal, out of memory, timeout, no exit status or failed", GPUBENCH),
     F("exit_signal", str, "", "the signal that ended a worker or the run (SIGKILL, SIGSEGV, ...)",
       GPUBENCH),
-    # the machine around the run (gpubench/launch/machine_load.py)
+    # the machine around the run (gpubench/onhost/machine_load.py)
     F("cpu_cores", int, "cores", "CPU cores the run could use on its machine (one node)", GPUBENCH),
     F("cpu_pinning", str, "", "whether each process was held to cores of its own: none, or "
       "'distinct cores'", GPUBENCH),

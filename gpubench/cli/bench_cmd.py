@@ -63,10 +63,10 @@ def bench(
 ) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
-    from gpubench.bench import BenchRequest, bench as run_bench, plan_bench
+    from gpubench.bench.machine import BenchRequest, bench as run_bench, plan_bench
     from gpubench.cli.progress import progress_for
-    from gpubench.results import ResultsStore
-    from gpubench.sweep import parse_counts
+    from gpubench.store.results import ResultsStore
+    from gpubench.sweep.run import parse_counts
 
     output = output_for(fmt)
     out = output.say
@@ -85,7 +85,7 @@ def bench(
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
                        parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu)
     if nodes is not None:
-        from gpubench.bench_cluster import bench_cluster, parse_nodes, plan_cluster_bench
+        from gpubench.bench.cluster import bench_cluster, parse_nodes, plan_cluster_bench
 
         plan = plan_cluster_bench(req, parse_nodes(nodes))   # refuses --hosts > 1, and over budget
         machines = f"{plan.size} {gpus}-GPU machines in one cluster"

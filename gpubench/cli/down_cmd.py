@@ -25,7 +25,7 @@ def down(
     from gpubench.errors import GpubenchError
     from gpubench.lifecycle.down import DownRequest, plan_down, take_down
     from gpubench.lifecycle.fleet import settle_deadlines
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
 
     output = output_for(fmt)
     out = output.say

@@ -19,9 +19,9 @@ def logs(
     results: ResultsOpt = None,
 ) -> None:
     """Print the whole output of RUN's runs: each count (and each repeat) in turn."""
-    from gpubench import runlogs
+    from gpubench.sweep import runlogs
     from gpubench.errors import UsageError
-    from gpubench.results import ResultsStore
+    from gpubench.store.results import ResultsStore
 
     from gpubench.cli.settings import flag_or_default
 

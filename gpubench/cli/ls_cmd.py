@@ -31,7 +31,7 @@ def ls(
 ) -> None:
     """List gpubench's instances; instances a provider has that the ledger lacks are marked."""
     from gpubench.lifecycle import fleet
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
 
     check_format(fmt, ("table", "csv", "json", "markdown"))
     fit = table_fit(wide, columns)
@@ -68,7 +68,7 @@ def _chosen(rows, fmt: str, fit) -> list[tuple[str, str]]:
 
 def _in_one_vocabulary(row) -> dict:
     """The ledger's status words for every provider, the provider's own beside them."""
-    from gpubench.lifecycle.status import listing_words
+    from gpubench.store.status import listing_words
 
     status, said = listing_words(row.entry, row.instance)
     return {**row.as_row(), "status": status.value, "provider_status": said}

@@ -76,7 +76,7 @@ def output_for(fmt: str, allowed: tuple[str, ...] = DOCUMENT_FORMATS) -> Output:
 
 def say_load_warnings(warnings: list[str], say=err) -> None:
     """A results store's load warnings, then how many corrupt lines were skipped."""
-    from gpubench.results import load_summary
+    from gpubench.store.results import load_summary
 
     for warning in warnings:
         say(f"warning: {warning}")

@@ -4,7 +4,7 @@ memory where the workload samples them), and anything else that takes a while
 (booting, SSH, rsync): the last thing said, with a clock.
 
 One object, `Progress`, is the command's echo: it takes every line the library
-says. Lines that are sweep events (gpubench.events) feed the display; the rest
+says. Lines that are sweep events (gpubench.sweep.events) feed the display; the rest
 are printed as they come. On a terminal the display is a rich Live status line
 under the printed lines; elsewhere, or with --quiet, it degrades to plain lines:
 a step line at most every PLAIN_EVERY_S (none with --quiet).
@@ -25,7 +25,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from gpubench.events import RunEnded, RunStarted, RunStep
+from gpubench.sweep.events import RunEnded, RunStarted, RunStep
 
 PLAIN_EVERY_S = 10.0  # a plain step line per run at most this often
 REFRESH_PER_S = 4

@@ -31,7 +31,7 @@ def stats(
     and what the machines thrown away cost (estimated; billed where the provider says)."""
     import time
 
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
     from gpubench.lifecycle.stats import provider_stats
     from gpubench.providers.gpus import gpu_matches
 

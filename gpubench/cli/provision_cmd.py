@@ -46,7 +46,7 @@ def provision(
     answers, and print how to reach it."""
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle.consent import Agreed, Consent
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
     from gpubench.lifecycle.provision import (DEFAULT_IMAGE, Deadlines, ProvisionRequest,
                                               connect_and_plan, provision as run)
     from gpubench.lifecycle.sshconfig import include_hint
@@ -110,7 +110,7 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: boo
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle.cluster_provision import (ClusterRequest, check_name_free, connect_and_place,
                                                       member_name, network_line, provision_cluster)
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
 
     out = output.say
     creq = ClusterRequest(req, nodes).validate()

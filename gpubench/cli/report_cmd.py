@@ -14,7 +14,7 @@ import typer
 from gpubench.cli.options import ColumnsOpt, FormatOpt, ResultsOpt, WideOpt, table_fit
 from gpubench.cli.render import check_format, err, out
 from gpubench.errors import UsageError
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 
 BASELINE_HELP = (
     "What speedup and efficiency are relative to. A GPU count (default 1: the 1-GPU record "
@@ -138,7 +138,7 @@ def report(
 
 
 def _say_skipped(warnings: list[str]) -> None:
-    from gpubench.results import load_summary
+    from gpubench.store.results import load_summary
 
     if (summary := load_summary(warnings)) is not None:
         err(f"warning: {summary}")

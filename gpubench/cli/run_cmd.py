@@ -100,8 +100,8 @@ def run(
     from gpubench import suite
     from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.cli.progress import progress_for
-    from gpubench.results import ResultsStore
-    from gpubench.sweep import grid, on_one_node, parse_counts, sweep_new_run
+    from gpubench.store.results import ResultsStore
+    from gpubench.sweep.run import grid, on_one_node, parse_counts, sweep_new_run
 
     output = output_for(fmt)
     out = output.say
@@ -215,7 +215,7 @@ def _cluster(on: str | None):
 
 
 def _counts(flag: str, text: str | None) -> list[int] | None:
-    from gpubench.sweep import parse_counts
+    from gpubench.sweep.run import parse_counts
 
     if text is None:
         return None

@@ -18,7 +18,7 @@ def ssh(
     """Open an SSH session to NAME through gpubench's ssh_config (a cluster's head, or
     member i with NAME:i)."""
     from gpubench.errors import GpubenchError
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
     from gpubench.lifecycle.sshconfig import login_command
     from gpubench.remote.cluster import member_instance
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpubench.errors import UsageError
-from gpubench.launch import cluster_link, cluster_probe
+from gpubench.remote import cluster_link
+from gpubench.onhost import cluster_probe
 from gpubench.launch.base import Launcher, LineSink, Machine, RunOutcome, SweepPoint, record_args
 from gpubench.launch.cluster_torchrun import (PG_TIMEOUT_ENV, NodeFacts, Rendezvous, comm_settings,
                                               endpoint_for, torchrun_command)

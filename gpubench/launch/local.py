@@ -21,7 +21,9 @@ import uuid
 from pathlib import Path
 
 from gpubench.errors import RunError
-from gpubench.launch import cpu_policy, machine_load, workdir_guard
+from gpubench.launch import cpu_policy
+from gpubench.onhost import machine_load
+from gpubench.onhost import workdir_guard
 from gpubench.launch.base import (RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
                                   SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
                                   shown_command, visible_gpus)

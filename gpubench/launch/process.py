@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from gpubench.launch import stop_tagged
+from gpubench.onhost import stop_tagged
 from gpubench.launch.base import LineSink
 
 TAIL_LINES = 200

@@ -27,7 +27,11 @@ import time
 import uuid
 from pathlib import Path, PurePosixPath
 
-from gpubench.launch import cpu_policy, gpu_sampling, leases, machine_load, stop_tagged, workdir_guard
+from gpubench.launch import cpu_policy, gpu_sampling
+from gpubench.onhost import leases
+from gpubench.onhost import machine_load
+from gpubench.onhost import stop_tagged
+from gpubench.onhost import workdir_guard
 from gpubench.launch.base import (RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
                                   SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
                                   shown_command, visible_gpus)

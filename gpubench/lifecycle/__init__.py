@@ -10,7 +10,7 @@ imports one above it):
 - keys.py       gpubench's SSH key pair, pinned host keys, the SSH login probe
 - sshconfig.py  <config>/ssh_config written from the ledger; the `gpubench ssh` argv
 - watchdog.py   machines that stop themselves at their --max-hours deadline (the
-                script that runs on the machine is watchdog_remote.py)
+                script that runs on the machine is onhost/watchdog.py)
 - budget.py     a bench plan's expected time and cost, the --budget ceiling, money spent
 - terminate.py  terminate until the provider confirms, and the ledger marks around it
 - provision.py  rent one machine: cheapest fitting offer, launch, wait for SSH

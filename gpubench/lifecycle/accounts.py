@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from dataclasses import replace
 
-from gpubench.lifecycle.ledger import LedgerEntry, account_columns
+from gpubench.store.ledger import LedgerEntry, account_columns
 from gpubench.providers.common import Account, Provider, ProviderError
 
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from gpubench.errors import GpubenchError, UsageError
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 
 SETUP_S = 600.0            # renting, booting, SSH, syncing, installing: typical, not a deadline
 # Typical seconds of one run of each suite workload at its default size on a rented GPU.

@@ -32,11 +32,11 @@ from gpubench.errors import GpubenchError, UsageError
 from gpubench.lifecycle import accounts, watchdog
 from gpubench.lifecycle.down import delete_native_clusters
 from gpubench.lifecycle.keys import ensure_keypair
-from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.store.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.provision import (NAME_RE, Gate, Progress, ProvisionRequest, _preflight, _wait_running,
                                           _wait_ssh, connect_and_plan, default_name, network_columns, provision)
 from gpubench.lifecycle.sshconfig import sync_ssh_config
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.status import LedgerStatus
 from gpubench.lifecycle.terminate import DownResult, take_down_entry
 from gpubench.lifecycle.waiting import pause
 from gpubench.providers.common import (Instance, LaunchSpec, NativeClusters, Offer, Provider, ProviderError,
@@ -357,7 +357,7 @@ def measure_and_keep(ledger: Ledger, outcome: ClusterOutcome, progress: Progress
     """The head -> member links measured over the joining network, each said and kept
     in its member's ledger row. A link that cannot be measured is said, not fatal."""
     from gpubench import paths
-    from gpubench.launch import cluster_link
+    from gpubench.remote import cluster_link
 
     links = cluster_link.measure_links(outcome.hosts, paths.known_hosts_path())
     by_index = {m.node_index: m for m in outcome.members}

@@ -10,7 +10,7 @@ from typing import Callable
 
 from gpubench.errors import UsageError
 from gpubench.lifecycle import fleet
-from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.store.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.lifecycle.terminate import DownResult, take_down_entry, take_down_instance
 from gpubench.lifecycle.waiting import Say, silent

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from gpubench.lifecycle import accounts, sightings, watchdog
 from gpubench.lifecycle.accounts import Relation
-from gpubench.lifecycle.ledger import Ledger, LedgerEntry
-from gpubench.lifecycle.status import BadTransitionError, LedgerStatus
+from gpubench.store.ledger import Ledger, LedgerEntry
+from gpubench.store.status import BadTransitionError, LedgerStatus
 from gpubench.lifecycle.terminate import DownResult, terminate_and_confirm
 from gpubench.lifecycle.waiting import Say, silent
 from gpubench.providers import registry

@@ -28,10 +28,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench import onhost
 from gpubench.errors import GpubenchError
 from gpubench.providers.gpus import gpu_matches, normalize_gpu_name
 
-PROBE = Path(__file__).with_name("preflight_probe.py")
+PROBE = onhost.script_path("preflight_probe")
 REMOTE_DIR = "~/.gpubench-preflight"
 MARK = "@gpubench-preflight "
 CONNECT_WAIT_S = 30.0
@@ -503,7 +504,7 @@ def recorded_gate(ledger, python: str = "python3"):
 def check_named(name: str, python: str = "python3") -> GateReport:
     """The gate on a machine the ledger knows by `name` (run --on NAME --preflight);
     its findings are kept in the machine's ledger row."""
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
 
     with Ledger() as ledger:
         entry = ledger.find(name)      # a one-line error for an unknown name

@@ -22,9 +22,9 @@ from gpubench.errors import GpubenchError, UsageError
 from gpubench.lifecycle import accounts, watchdog
 from gpubench.lifecycle.consent import Consent
 from gpubench.lifecycle.keys import HostKeyChangedError, SshNotReady, ensure_keypair, probe
-from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.store.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.sshconfig import sync_ssh_config
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.status import LedgerStatus
 from gpubench.lifecycle.terminate import terminate_and_confirm
 from gpubench.lifecycle.waiting import Reminder, pause
 from gpubench.offer_checks import left_out_line, split_offers

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from gpubench.lifecycle import accounts
 from gpubench.lifecycle.accounts import Relation
-from gpubench.lifecycle.ledger import Ledger, LedgerEntry
-from gpubench.lifecycle.status import MAY_GO_MISSING, LedgerStatus
+from gpubench.store.ledger import Ledger, LedgerEntry
+from gpubench.store.status import MAY_GO_MISSING, LedgerStatus
 from gpubench.providers.common import Instance, InstanceState, NotFoundError, Provider, ProviderError
 
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
-from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.store.ledger import Ledger, LedgerEntry
 
 
 class NotReachableError(GpubenchError):

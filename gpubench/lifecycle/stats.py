@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from gpubench.lifecycle.ledger import LedgerEntry
+from gpubench.store.ledger import LedgerEntry
 
 # As provision's default --boot-timeout plus its --ssh-timeout: a machine not ready by
 # then never will be.

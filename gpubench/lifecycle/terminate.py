@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from gpubench.lifecycle import accounts, keys, sightings
 from gpubench.lifecycle.accounts import Relation
-from gpubench.lifecycle.ledger import Ledger, LedgerEntry, account_columns
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger, LedgerEntry, account_columns
+from gpubench.store.status import LedgerStatus
 from gpubench.lifecycle.waiting import Reminder, Say, pause, silent
 from gpubench.providers.common import Instance, InstanceState, NotFoundError, Provider, ProviderError
 

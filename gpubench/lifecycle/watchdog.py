@@ -1,7 +1,7 @@
 """Machines that stop themselves: the watchdog gpubench starts on a machine rented
 with --max-hours, and what the ledger says of it.
 
-The watchdog itself is watchdog_remote.py beside this file (standard library only),
+The watchdog itself is gpubench/onhost/watchdog.py (standard library only),
 copied to ~/.gpubench-watchdog/ on the machine and started detached right after SSH
 answers. Once the deadline passes and no gpubench sweep holds a lease there, it
 removes the machine through the provider's documented call with the machine's own
@@ -19,10 +19,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench import onhost
 from gpubench.errors import GpubenchError, UsageError
-from gpubench.lifecycle.ledger import LedgerEntry
+from gpubench.store.ledger import LedgerEntry
 
-SCRIPT = Path(__file__).with_name("watchdog_remote.py")
+SCRIPT = onhost.script_path("watchdog")
 REMOTE_DIR = "~/.gpubench-watchdog"
 REMOTE_PYTHON = "python3"      # the watchdog needs only the standard library
 DEFAULT_POLL_S = 30.0          # how often the watchdog looks (GPUBENCH_WATCHDOG_POLL)

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpubench.lifecycle.ledger import Ledger, LedgerEntry
+from gpubench.store.ledger import Ledger, LedgerEntry
 from gpubench.remote.errors import BadTargetError
 from gpubench.remote.targets import RemoteHost, host_from_entry
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from gpubench import paths
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.remote.errors import BadTargetError
 from gpubench.remote.target import SshTarget, check_key_file, looks_like_spec, parse_spec
 
@@ -61,7 +61,7 @@ def _to_stderr(line: str) -> None:
 
 def host_from_entry(entry, key_file: Path | None = None, price: float | None = None,
                     warn: Callable[[str], None] = _to_stderr) -> RemoteHost:
-    """A ledger entry (gpubench.lifecycle.ledger.LedgerEntry) as a machine to SSH to.
+    """A ledger entry (gpubench.store.ledger.LedgerEntry) as a machine to SSH to.
     Only a machine confirmed gone is refused: one that is missing from its provider's
     list or being terminated may still answer, and is tried with a warning."""
     name = entry.name

@@ -27,7 +27,7 @@ from gpubench import paths
 from gpubench.errors import ResultsError
 from gpubench.report.normalise import (ColumnBuilder, LoadedFrame, frame_signature,
                                        label_columns, load_frame)
-from gpubench.results import ResultsStore, fast_parsing
+from gpubench.store.results import ResultsStore, fast_parsing
 
 CACHE_VERSION = 2  # raise it when normalise reads records differently under the same schema
 MIN_BYTES = 64 * 2**20  # about 50k records

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
-from gpubench.results import ResultsStore, fast_parsing
+from gpubench.store.results import ResultsStore, fast_parsing
 from gpubench.workloads import record_schema
 from gpubench.workloads.record_schema import Field
 

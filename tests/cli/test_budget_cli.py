@@ -12,11 +12,11 @@ import pytest
 
 from tests.helpers import mock_cloud
 from gpubench import paths
-from gpubench.bench import BenchRequest, plan_bench
+from gpubench.bench.machine import BenchRequest, plan_bench
 from gpubench.lifecycle import budget
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.providers import registry
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve_list
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from tests.helpers import mock_cloud, one_line, run_gpubench
 from tests.lifecycle.test_cluster_provision import second_vast_machine
 

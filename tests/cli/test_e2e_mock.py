@@ -11,7 +11,7 @@ import time
 import pytest
 
 import gpubench.mock as mock
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from tests.helpers import run_gpubench, start_gpubench
 
 PROVIDERS = ["lambda", "vast", "runpod"]

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.suite import SUITE
 from tests.helpers import mock_cloud
 from tests.remote.helpers import tiny_script

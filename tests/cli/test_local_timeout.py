@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from gpubench.launch.stop_tagged import TAG_VAR
+from gpubench.onhost.stop_tagged import TAG_VAR
 from tests.helpers import run_gpubench, start_gpubench
 
 pytestmark = pytest.mark.slow

@@ -11,10 +11,10 @@ from rich.console import Console
 
 from gpubench import suite
 from gpubench.cli.progress import Progress, clock_text, eta_seconds, spent_dollars, status_line
-from gpubench.events import RunEnded, RunStarted, RunStep, step_from_line
+from gpubench.sweep.events import RunEnded, RunStarted, RunStep, step_from_line
 from gpubench.launch.base import Launcher, Machine, RunOutcome
-from gpubench.results import ResultsStore
-from gpubench.sweep import SweepPlan, on_one_node, sweep
+from gpubench.store.results import ResultsStore
+from gpubench.sweep.run import SweepPlan, on_one_node, sweep
 from gpubench.workloads.metrics import parse_progress, progress_line
 
 LINE = progress_line("measure", 20, 50, 2.0, 812.44, "samples/s", 87, 1.2e9)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 
 
 def _machine(ledger: Ledger, name: str, provider: str, ready_after: float | None,

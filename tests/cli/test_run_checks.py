@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from gpubench.launch import factory
-from gpubench.results import ResultsStore
-from gpubench.sweep import sweep, SweepPlan, on_one_node
+from gpubench.store.results import ResultsStore
+from gpubench.sweep.run import sweep, SweepPlan, on_one_node
 from gpubench.suite import resolve
-from tests.test_sweep_decisions import Fake
+from tests.sweep.test_decisions import Fake
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_values_a_workload_refuses_are_caught_too(cli, tmp_path, nothing_opens, 
 
 
 def test_bench_checks_before_renting(cli, tmp_path, monkeypatch):
-    from gpubench import bench
+    from gpubench.bench import machine as bench
 
     monkeypatch.setattr(bench, "bench", lambda *a, **k: pytest.fail("a machine was rented"))
     code, _, err = cli("bench", "lambda", "--gpus", "2", "--workload", "mnist-ddp,gpt-ddp", "--yes",

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from gpubench.format import TableFit, render_rows
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 
 
 @pytest.fixture

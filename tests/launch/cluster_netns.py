@@ -14,8 +14,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpubench.lifecycle.ledger import Ledger
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger
+from gpubench.store.status import LedgerStatus
 from tests.remote.conftest import Sshd, make_sshd
 from tests.remote.netns import TestHost
 

@@ -11,7 +11,7 @@ import pytest
 from gpubench.launch import cluster as cluster_launcher
 from gpubench.launch.cluster import ClusterOptions
 from gpubench.launch.cluster_torchrun import Rendezvous
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from tests.launch.cluster_netns import INSTANCE_TYPE, two_node_cluster
 
 pytestmark = pytest.mark.slow

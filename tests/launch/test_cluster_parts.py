@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.launch import cluster_probe
+from gpubench.onhost import cluster_probe
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint as P
 from gpubench.launch.cluster import ClusterError, node_points
 from gpubench.launch.cluster_torchrun import (FROM_MACHINE, FROM_ROUTE, NodeFacts, Rendezvous,
                                               comm_settings, endpoint_for, torchrun_command)
-from gpubench.lifecycle.ledger import Ledger
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger
+from gpubench.store.status import LedgerStatus
 from gpubench.remote.cluster import PRIVATE, PUBLIC, ClusterHosts, ClusterNode
 from gpubench.remote.target import SshTarget
 from gpubench.remote.targets import RemoteHost
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve
-from gpubench.sweep import SweepPlan, sweep
+from gpubench.sweep.run import SweepPlan, sweep
 
 
 def node(index: int, host: str, private: str | None = None, ports: dict | None = None,

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 
 pytestmark = pytest.mark.slow
 

@@ -9,9 +9,9 @@ import pytest
 from gpubench.launch import factory
 from gpubench.launch.base import SweepPoint as P
 from gpubench.launch.factory import LaunchOptions, open_launcher
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve
-from gpubench.sweep import SweepPlan, default_points, sweep
+from gpubench.sweep.run import SweepPlan, default_points, sweep
 from tests.launch.two_node_fake import TwoNodeLauncher
 
 FOUR = [P(1, 1), P(1, 2), P(2, 1), P(2, 2)]

@@ -19,9 +19,9 @@ import pytest
 from gpubench.launch.base import SweepPoint as P
 from gpubench.launch.factory import LaunchOptions, open_launcher
 from gpubench.launch.slurm import SlurmOptions, states
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve
-from gpubench.sweep import SweepPlan, sweep
+from gpubench.sweep.run import SweepPlan, sweep
 from tests.helpers import GPUBENCH
 
 pytestmark = pytest.mark.slow

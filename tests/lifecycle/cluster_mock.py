@@ -9,7 +9,7 @@ import pytest
 from gpubench.launch import cluster as cluster_launcher
 from gpubench.launch.cluster import ClusterOptions
 from gpubench.launch.cluster_torchrun import Rendezvous
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from tests.lifecycle.test_cluster_provision import second_vast_machine
 from tests.mock.helpers import netns_mock_cloud
 

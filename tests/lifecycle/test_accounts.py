@@ -14,8 +14,8 @@ import pytest
 from gpubench.lifecycle import fleet, terminate
 from gpubench.lifecycle.accounts import Relation, relation
 from gpubench.lifecycle.down import DownRequest, plan_down, take_down
-from gpubench.lifecycle.ledger import LAUNCH_IN_FLIGHT_S, Ledger
-from gpubench.lifecycle.status import TRANSITIONS, LedgerStatus
+from gpubench.store.ledger import LAUNCH_IN_FLIGHT_S, Ledger
+from gpubench.store.status import TRANSITIONS, LedgerStatus
 from gpubench.providers import registry
 from gpubench.providers.common import Account, TransportError, key_fingerprint
 from tests.lifecycle.helpers import MEM_ACCOUNT, Cloud

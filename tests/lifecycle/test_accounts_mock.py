@@ -16,8 +16,8 @@ import pytest
 
 import gpubench.mock as mock
 from gpubench import paths
-from gpubench.lifecycle.ledger import Ledger
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger
+from gpubench.store.status import LedgerStatus
 from gpubench.providers import registry
 from gpubench.providers.common import NAME_PREFIX, Account, TransportError, key_fingerprint
 
@@ -159,8 +159,8 @@ def test_a_row_an_older_gpubench_wrote_off_is_reached_and_taken_down(cloud, cli)
 
 
 def test_a_launch_whose_answer_was_lost_is_settled_at_once(cloud, cli, tmp_path):
-    from gpubench import bench as bench_mod
-    from gpubench.results import ResultsStore
+    from gpubench.bench import machine as bench_mod
+    from gpubench.store.results import ResultsStore
 
     prov = registry.get("runpod")
 

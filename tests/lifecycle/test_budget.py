@@ -12,8 +12,8 @@ import pytest
 from gpubench import paths
 from gpubench.lifecycle import budget
 from gpubench.lifecycle.budget import BudgetError, BudgetReached, Estimate, Spending
-from gpubench.lifecycle.ledger import Ledger
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger
+from gpubench.store.status import LedgerStatus
 from gpubench.providers.credentials import ConfigError
 
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from tests.lifecycle.cluster_mock import NETWORK, TINY, assert_down, cloud, provision, run_args  # noqa: F401
 
 pytestmark = pytest.mark.slow

@@ -10,10 +10,10 @@ import time
 import pytest
 
 from gpubench.lifecycle.cluster_provision import ClusterError, ClusterRequest, connect_and_place, provision_cluster
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.provision import Deadlines, ProvisionRequest
 from gpubench.mock import netns
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from tests.helpers import LOOPING
 from tests.lifecycle.cluster_mock import TINY, assert_down, cloud, provision, run_args  # noqa: F401
 from tests.lifecycle.test_cluster_provision import second_vast_machine

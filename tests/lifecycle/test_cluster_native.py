@@ -10,7 +10,7 @@ import pytest
 
 from gpubench.lifecycle.cluster_provision import ClusterError, PlacementError
 from gpubench.lifecycle.down import DownRequest, plan_down, take_down
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.remote.cluster import PRIVATE
 from tests.lifecycle.test_cluster_provision import assert_all_gone, cloud, rent  # noqa: F401 (fixture)
 

@@ -14,7 +14,7 @@ from gpubench.lifecycle.cluster_provision import (CLUSTER_PORTS, ClusterError, C
                                                   PlacementError, choose_placement, connect_and_place,
                                                   member_name, network_line, placements,
                                                   provision_cluster)
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.provision import Deadlines, ProvisionRequest
 from gpubench.providers.common import Offer
 from gpubench.remote.cluster import ClusterHosts, MixedClusterError, node_from_entry

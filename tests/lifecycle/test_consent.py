@@ -8,7 +8,7 @@ import pytest
 
 from gpubench.cli import confirm
 from gpubench.lifecycle.consent import Agreed, Consent, ConsentRefused, departures, describe_machine
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.providers.common import Offer
 
 CONFIRMED = Offer("vast", "1", "RTX 3090", 1, 0.16, extra={"gpu_ram": 24576})

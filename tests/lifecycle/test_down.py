@@ -9,8 +9,8 @@ from gpubench import paths
 from gpubench.errors import UsageError
 from gpubench.lifecycle import fleet
 from gpubench.lifecycle.down import DownRequest, plan_down, take_down
-from gpubench.lifecycle.ledger import Ledger, UnknownInstanceError
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger, UnknownInstanceError
+from gpubench.store.status import LedgerStatus
 from gpubench.providers import registry
 from gpubench.providers.common import MissingKeyError
 from tests.lifecycle.helpers import Cloud

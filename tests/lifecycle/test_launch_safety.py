@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gpubench.lifecycle import terminate
-from gpubench.lifecycle.ledger import LAUNCH_IN_FLIGHT_S, Ledger
+from gpubench.store.ledger import LAUNCH_IN_FLIGHT_S, Ledger
 from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
 from gpubench.providers.common import (AuthError, InvalidRequestError, ProviderError, TransportError,
                                        provider_name)

@@ -10,7 +10,7 @@ import pytest
 
 from gpubench.lifecycle import preflight
 from gpubench.lifecycle.preflight import Expectation, judge, parse_csv
-from gpubench.lifecycle.preflight_probe import QUERIES
+from gpubench.onhost.preflight_probe import QUERIES
 
 H100 = "NVIDIA H100 80GB HBM3"
 PAID = Expectation("H100 SXM", 8, instance_id="i-1", host_id="20001")
@@ -208,7 +208,7 @@ def test_the_failure_line_names_the_check_and_the_measured_value_against_the_flo
 def test_the_gate_keeps_what_else_was_measured_on_the_machine(tmp_path):
     """A cluster member's measured link sits in the same column: a gate recorded later
     keeps it, and a second gate replaces every finding of the first."""
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
     from gpubench.lifecycle.preflight import record
 
     with Ledger(tmp_path / "ledger.db") as ledger:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import gpubench.lifecycle.provision as provision_mod
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.preflight import Check, Expectation, GateReport, PreflightError, PreflightPythonError
 from gpubench.lifecycle.provision import (Deadlines, NoOfferError, ProvisionError, ProvisionRequest, plan,
                                           provision)

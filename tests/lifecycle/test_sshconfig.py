@@ -6,8 +6,8 @@ import pytest
 
 from gpubench import paths
 from gpubench.lifecycle import sshconfig
-from gpubench.lifecycle.ledger import Ledger
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger
+from gpubench.store.status import LedgerStatus
 
 
 def test_ssh_config_blocks(isolated):

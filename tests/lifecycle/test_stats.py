@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from gpubench.lifecycle.ledger import LedgerEntry
+from gpubench.store.ledger import LedgerEntry
 from gpubench.lifecycle.stats import BOOT_GIVE_UP_S, percentile, provider_stats
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.status import LedgerStatus
 
 NOW = 1_000_000.0
 

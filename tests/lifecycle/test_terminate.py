@@ -11,9 +11,9 @@ import pytest
 
 from gpubench import paths
 from gpubench.lifecycle import terminate
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.provision import Deadlines, ProvisionError, ProvisionRequest, provision
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.status import LedgerStatus
 from gpubench.providers.common import AuthError, Instance, InstanceState, provider_name
 from tests.lifecycle.helpers import Cloud
 

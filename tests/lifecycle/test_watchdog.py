@@ -15,9 +15,9 @@ import pytest
 
 from gpubench.errors import UsageError
 from gpubench.lifecycle import fleet, provision as provisioning, watchdog
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.provision import ProvisionRequest
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.status import LedgerStatus
 from gpubench.providers.common import InstanceState, Offer
 from tests.lifecycle.helpers import Cloud
 

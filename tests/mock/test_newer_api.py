@@ -111,7 +111,7 @@ def test_graphql_catalog_without_a_key(cloud):
 def test_orphans_found_by_tag(cloud, lam, keys, tmp_path, monkeypatch):
     """An untracked machine tagged gpubench is an orphan, whatever it is named."""
     from gpubench.lifecycle import fleet
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
 
     for k, val in cloud.env().items():
         monkeypatch.setenv(k, val)

@@ -14,10 +14,10 @@ import pytest
 import gpubench.mock as mock
 from tests.helpers import mock_cloud
 from gpubench import paths
-from gpubench.launch import leases
+from gpubench.onhost import leases
 from gpubench.launch.ssh import LEASES
-from gpubench.lifecycle.ledger import Ledger
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger
+from gpubench.store.status import LedgerStatus
 from gpubench.providers import registry
 from gpubench.providers.common import NAME_PREFIX
 from tests.mock.helpers import wait_for

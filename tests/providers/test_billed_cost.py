@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from gpubench.lifecycle.ledger import Ledger
-from gpubench.lifecycle.status import LedgerStatus
+from gpubench.store.ledger import Ledger
+from gpubench.store.status import LedgerStatus
 from gpubench.lifecycle.terminate import fetch_billed, take_down_entry
 from gpubench.mock import MockCloud
 from gpubench.providers import registry

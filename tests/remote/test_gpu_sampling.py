@@ -11,8 +11,8 @@ from gpubench import suite
 from gpubench.launch import gpu_sampling
 from gpubench.launch.base import SweepPoint
 from gpubench.launch.local import LocalLauncher
-from gpubench.results import ResultsStore, new_run_id
-from gpubench.sweep import SweepPlan, on_one_node, sweep
+from gpubench.store.results import ResultsStore, new_run_id
+from gpubench.sweep.run import SweepPlan, on_one_node, sweep
 from tests.remote.conftest import make_sshd
 from tests.remote.helpers import open_session, tiny_script
 

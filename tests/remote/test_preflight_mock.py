@@ -10,9 +10,9 @@ import json
 import pytest
 
 import gpubench.mock as mock
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.mock.faults import BAD_HOST_CHECKS, FaultSpecError, parse
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from tests.helpers import mock_cloud, run_gpubench
 from tests.remote.helpers import tiny_script
 

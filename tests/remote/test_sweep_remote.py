@@ -9,8 +9,8 @@ import pytest
 from gpubench import suite
 from gpubench.launch.base import SweepPoint
 from gpubench.remote.errors import ConnectionLostError
-from gpubench.results import ResultsStore
-from gpubench.sweep import SweepPlan, on_one_node, sweep
+from gpubench.store.results import ResultsStore
+from gpubench.sweep.run import SweepPlan, on_one_node, sweep
 from tests.remote.helpers import cli_args, open_session, tiny_script
 
 pytestmark = pytest.mark.slow
@@ -153,7 +153,7 @@ def test_required_package_installed_once_per_machine(sshd, tmp_path, remote_pyth
 
 
 def test_on_a_ledger_instance_by_name(sshd, tmp_path, cli, remote_python):
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
 
     with Ledger() as ledger:
         row = ledger.begin("box1", "lambda", "gpubench-box1", instance_type="gpu_2x_a10",

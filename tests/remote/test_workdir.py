@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from tests.remote.helpers import cli_args
 
 TRAIN = """\

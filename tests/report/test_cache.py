@@ -10,7 +10,7 @@ import pytest
 
 from gpubench.report.cache import cache_file, cache_key, load_frame_cached
 from gpubench.report.normalise import load_frame
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 
 from .helpers import rec, scaling_records, write_store
 
@@ -70,7 +70,7 @@ def test_small_histories_leave_no_cache(tmp_path, isolated):
 
 
 def test_corruption_is_reported_through_the_cache(tmp_path):
-    from gpubench.results import corrupt_lines
+    from gpubench.store.results import corrupt_lines
 
     store = write_store(tmp_path / "r", scaling_records())
     same(store)

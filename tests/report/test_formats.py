@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 
 from .helpers import rec, write_store
 

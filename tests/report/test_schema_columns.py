@@ -13,7 +13,7 @@ import pytest
 from gpubench.report import compute
 from gpubench.report.cache import cache_file, cache_key, load_frame_cached
 from gpubench.report.render import render
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from gpubench.workloads import record_schema
 from gpubench.workloads.record_schema import EVERY_ROW, NUMBER, REPORT, WORKLOAD, Field, Heading
 

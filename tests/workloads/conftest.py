@@ -31,8 +31,8 @@ def one_thread_launcher():
 def sweep(tmp_path):
     """Run a suite workload at 1 and 2 gloo processes on the CPU; return its records."""
     from gpubench import suite
-    from gpubench.results import ResultsStore, new_run_id
-    from gpubench.sweep import SweepPlan, on_one_node, run_sweep
+    from gpubench.store.results import ResultsStore, new_run_id
+    from gpubench.sweep.run import SweepPlan, on_one_node, run_sweep
 
     def run(name: str, args: list[str], counts=(1, 2), expect: str = "ok") -> list[dict]:
         lines: list[str] = []

@@ -31,7 +31,7 @@ def test_imports_only_the_standard_library():
 
 def test_schema_version_is_defined_once_and_shared():
     import harness
-    from gpubench import results
+    from gpubench.store import results
     from gpubench.workloads import record_schema as installed
 
     defined = [str(p.relative_to(ROOT)) for folder in ("gpubench", "workloads", "providers", "benchmarks")
@@ -108,9 +108,9 @@ def test_the_harness_writes_the_workloads_fields(world_of_one):
 
 def finished(record: dict | None, in_suite: bool, error: str | None = None) -> dict:
     from gpubench.launch.base import Machine, RunOutcome, SweepPoint
-    from gpubench.recording import finish_record
+    from gpubench.sweep.records import finish_record
     from gpubench.suite import WorkloadRef
-    from gpubench.sweep import SweepPlan
+    from gpubench.sweep.run import SweepPlan
 
     ref = WorkloadRef("w" if in_suite else "train.py", Path("train.py"), in_suite)
     plan = SweepPlan(ref, [SweepPoint(1, 2)], ["--steps", "3"], "run-1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpubench.launch.base import Machine, SweepPoint
 from gpubench.launch.slurm.errors import SlurmUsageError
-from gpubench.sweep import grid
+from gpubench.sweep.run import grid
 
 DEFAULT_NODES = (1, 2)
 

@@ -14,7 +14,7 @@ from gpubench.workloads import record_schema
 from gpubench.workloads.record_schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from gpubench.sweep import SweepPlan
+    from gpubench.sweep.run import SweepPlan
 
 SCRIPT_UNIT = "runs/s"
 

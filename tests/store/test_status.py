@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from gpubench.lifecycle.ledger import Ledger, LedgerError
-from gpubench.lifecycle.status import TRANSITIONS, BadTransitionError, LedgerStatus
+from gpubench.store.ledger import Ledger, LedgerError
+from gpubench.store.status import TRANSITIONS, BadTransitionError, LedgerStatus
 
 S = LedgerStatus
 

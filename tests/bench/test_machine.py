@@ -7,11 +7,11 @@ import getpass
 import pytest
 
 from tests.helpers import mock_cloud
-from gpubench import bench as bench_mod
+from gpubench.bench import machine as bench_mod
 from gpubench.errors import GpubenchError
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.providers.common import ProviderError, provider_name
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from tests.lifecycle.helpers import Cloud
 from tests.remote.helpers import tiny_script
 
@@ -58,12 +58,12 @@ def test_bench_terminates_when_the_sweep_fails(cloud, tmp_path, cli):
 
 @pytest.mark.slow
 def test_bench_terminates_on_ctrl_c(cloud, tmp_path, cli, monkeypatch):
-    import gpubench.sweep
+    import gpubench.sweep.run
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(gpubench.sweep, "sweep", interrupted)
+    monkeypatch.setattr(gpubench.sweep.run, "sweep", interrupted)
     code, out, err = cli("bench", "lambda", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
                          "--name", "b3", "--results", str(tmp_path))
     assert code == 130, (out, err)
@@ -120,7 +120,7 @@ def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, mo
 def test_the_machines_cost_is_added_to_its_records_atomically(tmp_path):
     import json
 
-    from gpubench.results_billing import add_machine_cost
+    from gpubench.store.billing import add_machine_cost
 
     store = ResultsStore(tmp_path)
     for n in range(3):
@@ -148,7 +148,7 @@ def _offer(oid: str, machine: int | None, price: float = 1.0, gpu: str = "H100 S
 
 
 def test_machines_started_at_once_get_disjoint_hosts_and_the_plan_counts_all_of_them():
-    from gpubench import bench_hosts
+    from gpubench.bench import hosts as bench_hosts
     from gpubench.lifecycle.budget import Estimate
 
     offers = [_offer("a", 1, 1.0), _offer("b", 2, 1.1), _offer("c", 1, 1.2), _offer("d", 3, 1.3),
@@ -221,7 +221,7 @@ def test_ctrl_c_during_a_parallel_bench_takes_every_machine_down(cloud, tmp_path
     import signal
     import time
 
-    import gpubench.sweep
+    import gpubench.sweep.run
 
     def interrupted_then_busy(launcher, plan, store, echo):
         os.kill(os.getpid(), signal.SIGINT)     # the user presses Ctrl-C
@@ -230,7 +230,7 @@ def test_ctrl_c_during_a_parallel_bench_takes_every_machine_down(cloud, tmp_path
             echo("still working")               # a worker stops at its next line
         raise AssertionError("the worker was never told to stop")
 
-    monkeypatch.setattr(gpubench.sweep, "sweep", interrupted_then_busy)
+    monkeypatch.setattr(gpubench.sweep.run, "sweep", interrupted_then_busy)
     code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
                          "--hosts", "2", "--parallel", "--name", "bc", "--results", str(tmp_path))
     assert code == 130, (out, err)

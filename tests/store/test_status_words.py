@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpubench.lifecycle.status import FROM_INSTANCE_STATE, LedgerStatus, listing_words
+from gpubench.store.status import FROM_INSTANCE_STATE, LedgerStatus, listing_words
 from gpubench.providers.common import InstanceState
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from gpubench.launch import cluster_link
-from gpubench.launch.cluster_link import LinkMeasure
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.remote import cluster_link
+from gpubench.remote.cluster_link import LinkMeasure
+from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.stats import gate_of
 from gpubench.remote.cluster import ClusterHosts, node_from_entry
 

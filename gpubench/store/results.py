@@ -3,7 +3,7 @@
 Each sweep appends to a file of its own, with an fsync after every record, and
 no file is rewritten, with one exception: after `bench` has taken its machine down,
 it replaces its own run files once, atomically, with the machine's estimated and
-billed cost added to each record (gpubench.results_billing). A run killed mid-write can leave a torn last line;
+billed cost added to each record (gpubench.store.billing). A run killed mid-write can leave a torn last line;
 the reader skips that one with a warning. Any other undecodable line is
 corruption: it is skipped with a warning naming file:line (the first few of a
 file; the rest are counted), and the other records still load, so one bad line

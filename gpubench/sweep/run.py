@@ -23,12 +23,14 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from gpubench import events, runlogs, suite
+from gpubench import suite
+from gpubench.sweep import events
+from gpubench.sweep import runlogs
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.launch.failures import stop_reason
-from gpubench.recording import finish_record
-from gpubench.results import ResultsStore, new_run_id
+from gpubench.sweep.records import finish_record
+from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
 
 DEFAULT_TIMEOUT_S = 3600.0
@@ -232,7 +234,7 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
              runs: "_Runs | None" = None) -> str | None:
     """Run one point once, record it and keep its output; returns why the sweep must
     stop, or None. What it says goes to `echo`, the run's start, progress and end as
-    events (gpubench.events) a live display reads."""
+    events (gpubench.sweep.events) a live display reads."""
     where = point.describe() + (f", run {repeat} of {plan.repeat}" if plan.repeat > 1 else "")
     prefix = f"[{where}] "
     name = runlogs.label(point, repeat, plan.repeat)

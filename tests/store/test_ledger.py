@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from gpubench.lifecycle.ledger import Ledger, LedgerError, UnknownInstanceError
+from gpubench.store.ledger import Ledger, LedgerError, UnknownInstanceError
 
 
 def test_row_before_launch_then_completed(tmp_path):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from gpubench.suite import WorkloadRef
-from gpubench.sweep import NothingFitsError, SweepResult, on_one_node, sweep_new_run
+from gpubench.sweep.run import NothingFitsError, SweepResult, on_one_node, sweep_new_run
 
 FOUR_GPUS = Machine("ssh", "box: 4x H100", "H100", 4, 8.0, "cuda")
 WORKLOAD = WorkloadRef("w", Path("w.py"), True)

@@ -10,8 +10,8 @@ from pathlib import Path
 from gpubench import suite
 from gpubench.launch.base import FileChanges, Launcher, Machine, RunOutcome
 from gpubench.launch.failures import Failure
-from gpubench.results import ResultsStore
-from gpubench.sweep import SweepPlan, default_repeats, on_one_node, sweep
+from gpubench.store.results import ResultsStore
+from gpubench.sweep.run import SweepPlan, default_repeats, on_one_node, sweep
 
 GPU_BOX = Machine("ssh", "box: 4x H100", "H100", 4, 8.0, "cuda")
 CPU_BOX = Machine("local", "local-cpu-2c", "cpu", 0, 0.0, "cpu")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpubench.launch import workdir_guard
+from gpubench.onhost import workdir_guard
 
 
 def test_what_a_run_creates_is_moved_aside_and_what_it_changes_is_named(tmp_path):

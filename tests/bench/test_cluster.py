@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpubench import bench_cluster
-from gpubench.bench import BenchRequest
-from gpubench.lifecycle.ledger import Ledger
-from gpubench.results import ResultsStore
+from gpubench.bench import cluster as bench_cluster
+from gpubench.bench.machine import BenchRequest
+from gpubench.store.ledger import Ledger
+from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve_list
 from tests.helpers import mock_cloud, one_line
 

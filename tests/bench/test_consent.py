@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from gpubench import bench as bench_mod
+from gpubench.bench import machine as bench_mod
 from gpubench.cli import confirm
 from gpubench.lifecycle.budget import Estimate
-from gpubench.lifecycle.ledger import Ledger
+from gpubench.store.ledger import Ledger
 from gpubench.providers.common import Offer
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from gpubench.errors import UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 from gpubench.suite import WorkloadRef, resolve
-from gpubench.sweep import (SweepPlan, default_points, grid, misfit, on_one_node, parse_counts,
+from gpubench.sweep.run import (SweepPlan, default_points, grid, misfit, on_one_node, parse_counts,
                             point_of, sweep)
 
 P = SweepPoint

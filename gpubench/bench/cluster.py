@@ -19,11 +19,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from gpubench.bench import (BenchRequest, BenchResult, Echo, TeardownError, _add_cost,
+from gpubench.bench.machine import (BenchRequest, BenchResult, Echo, TeardownError, _add_cost,
                             _ctrl_c_deferred, _gate, _money, _one_line, _provision_request,
                             _WithHostFacts, sweep_on)
 from gpubench.errors import UsageError
-from gpubench.results import ResultsStore
+from gpubench.store.results import ResultsStore
 
 
 @dataclass
@@ -115,7 +115,7 @@ def bench_cluster(req: BenchRequest, plan: ClusterBenchPlan, store: ResultsStore
     """Rent the cluster, sweep every workload over the node counts, take every member
     down and confirm each gone (unless --keep); the result says what all of it cost."""
     from gpubench.lifecycle import fleet
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
 
     own_ledger = ledger is None
     ledger = ledger or Ledger()

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpubench.launch import machine_load
+from gpubench.onhost import machine_load
 
 
 def test_before_a_run_the_cores_memory_and_load_are_read():

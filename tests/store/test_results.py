@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-import gpubench.results as results_module
+import gpubench.store.results as results_module
 from gpubench.errors import ResultsError
-from gpubench.results import ResultsStore, corrupt_lines, load_summary
+from gpubench.store.results import ResultsStore, corrupt_lines, load_summary
 from tests.report.helpers import rec
 
 

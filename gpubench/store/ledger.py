@@ -15,7 +15,7 @@ A row rented with --max-hours carries its deadline (deadline_at) and how its mac
 stops itself then (watchdog, see watchdog.py); every later command acts on a row past
 it, since a machine that only halted (Lambda) still bills.
 
-Statuses (gpubench.lifecycle.status): requested -> launched -> running -> ready ->
+Statuses (gpubench.store.status): requested -> launched -> running -> ready ->
 terminating -> terminated, "missing" (left out of its account's list, not confirmed
 gone), or "unconfirmed" (terminate answered but the instance is still there). `mark`
 and `update` refuse a change of status that the status table does not allow.
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
-from gpubench.lifecycle.status import ACTIVE, BadTransitionError, LedgerStatus, sources
+from gpubench.store.status import ACTIVE, BadTransitionError, LedgerStatus, sources
 from gpubench.providers.common import Account
 
 # How long after a row is written its launch call may still be going on (in this or

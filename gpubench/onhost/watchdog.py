@@ -12,7 +12,7 @@ it), replacing any earlier one, and returns once it runs, printing "started PID"
 `status` prints "active N" while N gpubench sweeps are connected, else "idle".
 
 A sweep is connected while it holds a lease: an flock on <base>/leases/<lease>.lock
-that gpubench/launch/leases.py keeps for the life of the sweep's SSH connection,
+that gpubench/onhost/leases.py keeps for the life of the sweep's SSH connection,
 each run's marker naming the lease it runs under. A sweep whose gpubench was killed,
 or whose link was lost, holds none: its machine is stopped, its runs with it.
 
@@ -62,7 +62,7 @@ def log(message):
 # -- is a gpubench sweep connected? ------------------------------------------------
 
 def is_held(path):
-    """Whether someone holds the flock on `path` (as gpubench/launch/leases.py does)."""
+    """Whether someone holds the flock on `path` (as gpubench/onhost/leases.py does)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

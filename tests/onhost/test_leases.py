@@ -14,7 +14,7 @@ import pytest
 
 from gpubench import suite
 from gpubench.launch.base import SweepPoint
-from gpubench.launch import leases
+from gpubench.onhost import leases
 from tests.helpers import start_gpubench
 from tests.remote.helpers import open_session, tiny_script
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from gpubench.errors import GpubenchError
-from gpubench.results import ResultsStore, new_run_id
+from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class BenchPlan:
         """$/h of the dearest machine the plan expects to rent: the first offer's, or
         with --hosts K the K-th cheapest distinct host's (offers that name no host are
         a machine per launch, as many as asked for, at their price)."""
-        from gpubench.bench_hosts import host_key
+        from gpubench.bench.hosts import host_key
 
         if self.hosts == 1:
             return self.offers[0].price_per_hour
@@ -182,7 +182,7 @@ def _provision_request(req: BenchRequest, name: str | None = None, max_hours: fl
 def plan_bench(req: BenchRequest, provider=None) -> BenchPlan:
     """Connect, pick the offers, and estimate the plan; a plan expected to cost more
     than the budget is refused (BudgetError) before anything is rented."""
-    from gpubench import bench_hosts as hosts
+    from gpubench.bench import hosts
     from gpubench.lifecycle import budget, watchdog
     from gpubench.lifecycle.provision import connect_and_plan
     from gpubench.providers import registry
@@ -219,7 +219,7 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
     on each machine (bench_hosts.py); the result then holds each machine's. `ask`
     asks the user about an offer other than the plan's (None: it is refused)."""
     from gpubench.lifecycle import fleet
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.store.ledger import Ledger
     from gpubench.lifecycle.provision import default_name
 
     plan = plan or plan_bench(req, provider)
@@ -255,7 +255,7 @@ def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, s
                   consent: "Consent | None" = None) -> BenchResult:
     """One machine: rent it (from `offers`, in order, each within `consent`), sweep on
     it, take it down; then its records gain what it cost, estimated and billed."""
-    from gpubench import bench_hosts
+    from gpubench.bench import hosts as bench_hosts
     from gpubench.lifecycle import provision as lifecycle_provision
     from gpubench.lifecycle.budget import say_hours
 
@@ -304,8 +304,8 @@ def _on_hosts(req: BenchRequest, plan: BenchPlan, name: str, store: ResultsStore
     at once (bench_hosts.py); whatever happens, any of them still live at the end is
     taken down here. The result holds each machine's and their sums. Each machine is
     held to the plan's offer (type and price) the user confirmed."""
-    from gpubench import bench_hosts
-    from gpubench.lifecycle.ledger import Ledger
+    from gpubench.bench import hosts as bench_hosts
+    from gpubench.store.ledger import Ledger
 
     names = [bench_hosts.machine_name(name, i) for i in range(1, plan.hosts + 1)]
     share = plan.budget / plan.hosts if plan.budget is not None else None
@@ -376,7 +376,7 @@ def _add_cost(store: ResultsStore, result: BenchResult, echo: Echo) -> None:
     and billed where the provider says)."""
     if not result.terminated or not result.run_ids:
         return
-    from gpubench.results_billing import add_machine_cost
+    from gpubench.store.billing import add_machine_cost
 
     for warning in add_machine_cost(store.directory, result.run_ids, result.machine_cost,
                                     result.billed):
@@ -386,7 +386,7 @@ def _add_cost(store: ResultsStore, result: BenchResult, echo: Echo) -> None:
 def _sweeps(req: BenchRequest, entry, store: ResultsStore, echo: Echo, result: BenchResult,
             spending=None) -> None:
     from gpubench.remote.targets import host_from_entry
-    from gpubench.sweep import default_points, on_one_node
+    from gpubench.sweep.run import default_points, on_one_node
 
     def points(machine):
         return on_one_node(req.counts) if req.counts else default_points(machine)
@@ -403,7 +403,7 @@ def sweep_on(target, points_for, req: BenchRequest, store: ResultsStore, echo: E
     from gpubench.launch.factory import LaunchOptions, open_launcher
     from gpubench.lifecycle.budget import BudgetReached
     from gpubench.suite import args_for
-    from gpubench.sweep import SweepPlan, default_repeats, sweep
+    from gpubench.sweep.run import SweepPlan, default_repeats, sweep
 
     options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
     with open_launcher(target, options) as opened:
