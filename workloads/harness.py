@@ -1,6 +1,7 @@
 """Shared pieces of every workload in the suite: DDP set-up from torchrun's
-environment, the common flags, honest step timing, GPU sampling, profiling,
-and the result record.
+environment, the common flags, honest step timing, profiling, and the result
+record. The GPU sampling is in gpu_monitor.py beside it, the collective timeout
+in pg_timeout.py; the workloads find both here (harness.GpuMonitor, ...).
 
 This module is copied to remote machines next to the workloads, which have
 torch but not gpubench: it must import nothing from gpubench. The record's
@@ -12,17 +13,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import platform
 import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Callable, Iterator
 
 import torch
@@ -31,6 +29,8 @@ import torch.distributed as dist
 import metrics
 import record_schema
 from flags import check_positive, common_parser  # noqa: F401  (the flags every workload shares)
+from gpu_monitor import GpuMonitor
+from pg_timeout import collective_timeout
 from record_schema import SCHEMA_VERSION
 
 
@@ -71,21 +71,6 @@ def setup_distributed() -> Dist:
                             **({"device_id": device} if backend == "nccl" else {}),
                             **collective_timeout())
     return Dist(rank, local_rank, world_size, device, backend)
-
-
-# Seconds a collective may wait for the other ranks before it fails (gloo's default is
-# 30 minutes, NCCL's 10): across machines a lost node must fail the run, not hang it.
-PG_TIMEOUT_ENV = "GPUBENCH_PG_TIMEOUT_S"
-
-
-def collective_timeout() -> dict:
-    """init_process_group's timeout from $GPUBENCH_PG_TIMEOUT_S; torch's default without it."""
-    text = os.environ.get(PG_TIMEOUT_ENV, "").strip()
-    try:
-        seconds = float(text) if text else 0.0
-    except ValueError:
-        seconds = 0.0
-    return {"timeout": timedelta(seconds=seconds)} if seconds > 0 else {}
 
 
 def _free_port() -> int:
@@ -280,105 +265,6 @@ def progress_for(ctx: Dist, args: argparse.Namespace,
     if not ctx.is_main or os.environ.get("GPUBENCH_PROGRESS") == "off":
         return None
     return ProgressPrinter((args.batch_size or 1) * ctx.world_size, monitor=monitor)
-
-
-# --------------------------------------------------------------------------- GPU sampling
-class GpuMonitor:
-    """Samples one GPU's utilisation, memory in use and power draw from a
-    background thread while the measured window runs (nvidia-smi's figures,
-    read through NVML). Without a GPU or without nvidia-ml-py it records why
-    and samples nothing."""
-
-    INTERVAL_S = 0.1
-    FIELDS = ("gpu_util_pct", "gpu_mem_used_bytes", "gpu_power_w")
-
-    def __init__(self, read: Callable[[], tuple] | None, status: str,
-                 interval: float = INTERVAL_S) -> None:
-        self._read = read
-        self.status = status
-        self.interval = interval
-        self.samples: list[tuple] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @classmethod
-    def for_device(cls, device: torch.device) -> "GpuMonitor":
-        if device.type != "cuda":
-            return cls(None, "off: no CUDA device")
-        try:
-            import pynvml  # the nvidia-ml-py package; a bare image may lack it
-        except ImportError:
-            return cls(None, "off: nvidia-ml-py not installed")
-        try:
-            pynvml.nvmlInit()
-            handle = _nvml_handle(pynvml, device)
-        except pynvml.NVMLError as e:
-            return cls(None, f"off: NVML: {e}")
-
-        def read() -> tuple:
-            return (_nvml_or_none(lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu),
-                    _nvml_or_none(lambda: pynvml.nvmlDeviceGetMemoryInfo(handle).used),
-                    _nvml_or_none(lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0))
-
-        return cls(read, "nvml")
-
-    def start(self) -> None:
-        if self._read is None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="gpu-monitor", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            self.samples.append(self._read())
-            if self._stop.wait(self.interval):
-                return
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
-
-    def local_summary(self) -> list[float]:
-        """[mean, peak] per field over this rank's samples; nan where none."""
-        out = []
-        for i in range(len(self.FIELDS)):
-            values = [s[i] for s in self.samples if s[i] is not None]
-            out += [statistics.fmean(values), max(values)] if values else [math.nan, math.nan]
-        return out
-
-    def summary_across_ranks(self, ctx: Dist) -> dict:
-        """Means averaged over the ranks, peaks the largest on any rank (collective)."""
-        local = self.local_summary()
-        means = torch.tensor(local[0::2], dtype=torch.float64, device=ctx.device)
-        peaks = torch.tensor(local[1::2], dtype=torch.float64, device=ctx.device)
-        count = torch.tensor([len(self.samples)], dtype=torch.float64, device=ctx.device)
-        dist.all_reduce(means)  # SUM
-        dist.all_reduce(peaks, op=dist.ReduceOp.MAX)
-        dist.all_reduce(count, op=dist.ReduceOp.MIN)
-        record: dict = {"gpu_sampling": self.status, "gpu_samples": int(count.item())}
-        for name, mean, peak in zip(self.FIELDS, means.tolist(), peaks.tolist()):
-            record[f"{name}_mean"] = None if math.isnan(mean) else mean / ctx.world_size
-            record[f"{name}_peak"] = None if math.isnan(peak) else peak
-        return record
-
-
-def _nvml_handle(pynvml, device: torch.device):
-    """NVML numbers GPUs physically; CUDA numbers the visible ones. Match by UUID."""
-    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
-    if uuid is not None:
-        with contextlib.suppress(pynvml.NVMLError):
-            return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
-    return pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
-
-
-def _nvml_or_none(read: Callable[[], float]) -> float | None:
-    try:
-        return float(read())
-    except Exception:  # NVML_ERROR_NOT_SUPPORTED and friends: that figure is absent
-        return None
 
 
 # --------------------------------------------------------------------------- profiling

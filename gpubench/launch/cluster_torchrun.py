@@ -19,8 +19,8 @@ import shlex
 from dataclasses import dataclass, field
 
 from gpubench.remote.cluster import ClusterNode
+from gpubench.workloads.pg_timeout import PG_TIMEOUT_ENV  # noqa: F401  (cluster.py sets it)
 
-PG_TIMEOUT_ENV = "GPUBENCH_PG_TIMEOUT_S"  # read by workloads/harness.py
 IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")  # the interface gloo / NCCL bind to
 FROM_ROUTE = "route"      # gpubench chose the interface: the route to the head's address
 FROM_MACHINE = "machine"  # the member's own environment set it; gpubench left it alone
