@@ -38,8 +38,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpubench.providers import registry
+
 KINDS = ("provision", "run", "bench", "wrong-account", "self-stop")
-PROVIDERS = ("lambda", "vast", "runpod")
 # Faults in force while the command runs (one per scenario; "" is none).
 ACTION_FAULTS = ("", "", "429=0@2", "500@1", "503=0@2", "slow=0.3@4", "never-boots", "ssh-refuses",
                  "dies=1.5", "terminate-lies", "hide-from-list@2", "no-capacity", "bad-key@1")
@@ -170,7 +171,7 @@ class Campaign:
     # -- one scenario ---------------------------------------------------------------
     def scenario(self, number: int, kinds: tuple[str, ...] = KINDS) -> Outcome:
         kind = self.rng.choice(kinds)
-        provider = self.rng.choice(PROVIDERS)
+        provider = self.rng.choice(registry.names())
         fault = "" if kind in ("wrong-account", "self-stop") else self.rng.choice(ACTION_FAULTS)
         outcome = Outcome(number, kind, provider, fault)
         home = self.root / f"s{number:03d}"

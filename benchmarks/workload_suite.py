@@ -34,7 +34,8 @@ import nccl_tests
 from gpubench import suite
 from gpubench.launch.local import LocalLauncher, torch_python
 from gpubench.store.results import ResultsStore, new_run_id
-from gpubench.sweep.run import SweepPlan, on_one_node, run_sweep
+from gpubench.launch.base import SweepPoint
+from gpubench.sweep.run import SweepPlan, run_sweep
 
 
 # --------------------------------------------------------------------------- published figures
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         records: list[dict] = []
         for name, counts, extra in plan:
             wargs = [*extra, *(precision_args(machine.gpu_name, name) if on_gpu else [])]
-            sweep = SweepPlan(suite.resolve(name), on_one_node(counts), wargs, run_id, args.timeout,
+            sweep = SweepPlan(suite.resolve(name), [SweepPoint(1, n) for n in counts], wargs, run_id, args.timeout,
                               invocation="benchmarks/workload_suite.py")
             records += run_sweep(launcher, sweep, store, lambda line: None)
             print(f"  {name}: {', '.join(r['status'] for r in records[-len(counts):])}", flush=True)

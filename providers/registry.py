@@ -1,16 +1,32 @@
 """Every cloud provider gpubench knows, one entry each: its adapter module (imported
 only when asked for), where its API key comes from, the variable that points it at
-another endpoint, and its display name. Whatever lists providers is derived from
-this table: credentials lookup, the API keys scrubbed from a workload's environment,
-help texts, the mock cloud's environment and the tests' isolation.
+another endpoint, its display name, and what its machines and offers can do.
+Whatever lists providers is derived from this table: credentials lookup, the API
+keys scrubbed from a workload's environment, help texts, the mock cloud's providers,
+routing and environment, and the tests' isolation.
 
 Adding a provider:
   1. write providers/<name>.py with DEFAULT_URL and `connect(api_key, base_url)`
-     returning a Provider (see the protocol in common.py);
-  2. add one ProviderEntry to ENTRIES below;
+     returning a Provider (see the protocol in common.py); a provider with clusters
+     of its own says so on the adapter class (the NativeClusters protocol in
+     common.py), not here;
+  2. add one ProviderEntry to ENTRIES below: name, display_name, module, key_var,
+     key_files, api_path, setting_vars, and its capabilities, each off by default:
+     - mock_api: the mock cloud's module that speaks the API ("gpubench.mock.vast_api";
+       see gpubench/mock/apis.py for what it defines), with its catalog rows in
+       gpubench/mock/catalog.py;
+     - self_removal: a SelfRemoval where a machine can remove itself with its own
+       key: the variables on the machine holding its id and key, and the documented
+       call (method, path under the endpoint, body). The controller hands these to
+       the watchdog it starts on the machine (lifecycle/watchdog.py); without one
+       the machine halts (shutdown -h) at its deadline;
+     - one_machine_per_offer: every offer id is one physical machine, so a region
+       has as many machines as offers (lifecycle/cluster_placement.py);
+     - machine_field: the Offer.extra field that names the physical machine behind
+       an offer, where offers name one; hosts are told apart by it
+       (bench/hosts.py: host_key), and elsewhere every launch is a machine of its own;
   3. tests/providers/test_contract.py runs every entry through the same cases
-     against the mock cloud: when it passes (the mock needs a module that speaks
-     the new API), the adapter is done.
+     against the mock cloud: when it passes, the adapter is done.
 """
 
 from __future__ import annotations
@@ -27,6 +43,19 @@ from gpubench.providers.credentials import KeyFile
 
 
 @dataclass(frozen=True)
+class SelfRemoval:
+    """How a machine of the provider removes itself with its own key: the variables on
+    the machine that hold its id and key, and the provider's documented call, made
+    against the account's endpoint (`endpoint` below) with `Authorization: Bearer KEY`."""
+
+    id_var: str                  # the machine's id: "RUNPOD_POD_ID"
+    key_var: str                 # a key that may remove this machine: "RUNPOD_API_KEY"
+    method: str                  # "DELETE"
+    path: str                    # under the endpoint, "{id}" for the machine's id: "/v2/pods/{id}"
+    body: str | None = None      # a JSON body to send (as application/json); None: none
+
+
+@dataclass(frozen=True)
 class ProviderEntry:
     name: str                    # what commands take: "lambda"
     display_name: str            # how the provider writes itself: "Lambda"
@@ -35,6 +64,11 @@ class ProviderEntry:
     key_files: tuple[KeyFile, ...] = ()   # the official tool's credential files, in order
     api_path: str = ""           # the API's base path ("/api/v1"); an override URL may end in it
     setting_vars: tuple[str, ...] = ()    # further variables the adapter reads
+    # Capabilities (see "Adding a provider" above).
+    mock_api: str = ""           # the mock cloud's module that speaks this API; "": none
+    self_removal: SelfRemoval | None = None   # None: the machine halts itself instead
+    one_machine_per_offer: bool = False       # each offer id is one physical machine
+    machine_field: str | None = None          # the Offer.extra field naming the machine
 
     @property
     def url_var(self) -> str:
@@ -45,15 +79,20 @@ class ProviderEntry:
 ENTRIES: tuple[ProviderEntry, ...] = (
     ProviderEntry("lambda", "Lambda", "gpubench.providers.lambda_cloud", "LAMBDA_API_KEY",
                   (KeyFile("home", ".lambda_cloud/lambda_keys", credentials.read_api_key_line),),
-                  api_path="/api/v1", setting_vars=("GPUBENCH_LAMBDA_SSH_USER",)),
+                  api_path="/api/v1", setting_vars=("GPUBENCH_LAMBDA_SSH_USER",),
+                  mock_api="gpubench.mock.lambda_api"),
     ProviderEntry("vast", "Vast.ai", "gpubench.providers.vast", "VAST_API_KEY",
                   (KeyFile("config", "vastai/vast_api_key", credentials.read_plain),
                    KeyFile("home", ".config/vastai/vast_api_key", credentials.read_plain),
                    KeyFile("home", ".vast_api_key", credentials.read_plain)),
-                  api_path="/api/v0"),
+                  api_path="/api/v0", mock_api="gpubench.mock.vast_api",
+                  self_removal=SelfRemoval("CONTAINER_ID", "CONTAINER_API_KEY", "DELETE",
+                                           "/api/v0/instances/{id}/", body="{}"),
+                  one_machine_per_offer=True, machine_field="machine_id"),
     ProviderEntry("runpod", "RunPod", "gpubench.providers.runpod", "RUNPOD_API_KEY",
                   (KeyFile("home", ".runpod/config.toml", credentials.read_toml_default),),
-                  api_path="/v2"),
+                  api_path="/v2", mock_api="gpubench.mock.runpod_api",
+                  self_removal=SelfRemoval("RUNPOD_POD_ID", "RUNPOD_API_KEY", "DELETE", "/v2/pods/{id}")),
 )
 
 
@@ -69,11 +108,17 @@ def names() -> list[str]:
     return [e.name for e in ENTRIES]
 
 
+def find(name: str) -> ProviderEntry | None:
+    """The entry for `name`; None for a provider the registry does not know (a test's
+    stand-in), which has none of the capabilities."""
+    return next((e for e in ENTRIES if e.name == name), None)
+
+
 def entry(name: str) -> ProviderEntry:
-    for e in ENTRIES:
-        if e.name == name:
-            return e
-    raise UnknownProviderError(f"unknown provider '{name}' (known: {', '.join(names())})")
+    found = find(name)
+    if found is None:
+        raise UnknownProviderError(f"unknown provider '{name}' (known: {', '.join(names())})")
+    return found
 
 
 def check(name: str) -> str:

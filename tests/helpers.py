@@ -106,3 +106,10 @@ for step in range(3000 if nodes > 1 else 3):
     time.sleep(0.1)
 print(f"rank {dist.get_rank()} done", flush=True)
 '''
+
+
+def one_node(counts):
+    """Process counts on one machine as sweep points: [1, 2] -> (1,1), (1,2)."""
+    from gpubench.launch.base import SweepPoint
+
+    return [SweepPoint(1, n) for n in counts]

@@ -1,11 +1,14 @@
-"""The package's import graph, read with `ast` (nothing is imported): no module
-imports itself back through others, imports inside function bodies included, and
-only the command line (and the `python -m gpubench` entry point) imports the
-command line. Imports under `if TYPE_CHECKING:` never run and are left out."""
+"""The package's import graph, read with `ast` (nothing is imported): the packages
+stand in the order LAYERS gives, each importing only those below it; no module
+imports itself back through others, imports inside function bodies included; no
+module imports another's private names; and only the command line (and the
+`python -m gpubench` entry point) imports the command line. Imports under
+`if TYPE_CHECKING:` never run and are left out."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -14,6 +17,28 @@ GPUBENCH_DIR = REPO / "gpubench"
 ROOTS = {"gpubench": "gpubench", "providers": "gpubench.providers", "workloads": "gpubench.workloads"}
 # `python -m gpubench` starts the command line: it is the one module outside it that may import it.
 ENTRY_POINTS = {"gpubench.__main__"}
+# The stages in the order of the flow, lowest first: a unit (a package, or a module at the
+# top of gpubench) imports only units above it in this list, never one below.
+LAYERS = [
+    "gpubench.errors", "gpubench.paths", "gpubench.table_fit", "gpubench.format",  # the basics
+    "gpubench.workloads",    # what runs on the machine: torch, never gpubench
+    "gpubench.onhost",       # the standard-library scripts shipped to the machine
+    "gpubench.providers",    # each cloud's API, and the registry of their capabilities
+    "gpubench.defaults",     # [defaults] in config.toml
+    "gpubench.suite",        # the workloads by name, a user's script
+    "gpubench.store",        # the ledger and the results: what every stage above writes
+    "gpubench.offer_checks", "gpubench.offers",   # offers
+    "gpubench.remote",       # SSH, rsync, the hosts of the ledger
+    "gpubench.lifecycle",    # rent: provision, preflight, watchdog, terminate, down
+    "gpubench.launch",       # launch: the launchers, the points of a sweep
+    "gpubench.sweep",        # sweep: run the points, complete the records
+    "gpubench.bench",        # rent, sweep and give back in one call
+    "gpubench.report",       # report: tables, plots, HTML from the records
+    "gpubench.mock",         # the mock cloud, which serves every provider's API
+    "gpubench",              # the package itself (its version)
+    "gpubench.cli",
+    "gpubench.__main__",
+]
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -76,7 +101,9 @@ def _ours(name: str, known: dict) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
 def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports (read once per test run)."""
     known = _modules()
     graph = {}
     for module, (path, is_package) in known.items():
@@ -112,11 +139,62 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def unit_of(module: str) -> str:
+    """The entry of LAYERS a module belongs to: its package's, or its own."""
+    return max((u for u in LAYERS if module == u or module.startswith(u + ".")), key=len)
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    units: dict[str, set[str]] = {u: set() for u in LAYERS}
+    for module, targets in graph.items():
+        units[unit_of(module)] |= {unit_of(t) for t in targets} - {unit_of(module)}
+    return units
+
+
+def test_every_module_has_a_place_in_the_layers():
+    loose = sorted(m for m in import_graph() if unit_of(m) == "gpubench" and m != "gpubench")
+    assert loose == [], "add these to LAYERS: " + ", ".join(loose)
+
+
+def test_each_package_imports_only_those_below_it():
+    graph = import_graph()
+    order = {u: i for i, u in enumerate(LAYERS)}
+    upward = sorted(f"{m} imports {t}" for m, targets in graph.items() for t in targets
+                    if order[unit_of(t)] > order[unit_of(m)])
+    assert upward == []
+
+
+def test_no_loop_between_packages():
+    cycle = find_cycle(package_graph(import_graph()))
+    assert cycle is None, "packages import each other: " + " -> ".join(cycle)
+    assert find_cycle(package_graph({"gpubench.store.a": {"gpubench.sweep.b"},
+                                     "gpubench.sweep.b": {"gpubench.store.c"},
+                                     "gpubench.store.c": set()})) == [
+        "gpubench.store", "gpubench.sweep", "gpubench.store"]
+
+
+def test_no_private_name_is_imported_from_another_module():
+    offenders = []
+    for module, (path, _) in _modules().items():
+        for node in _import_nodes(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                offenders += [f"{module}: from {node.module} import {a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    assert offenders == []
+
+
+def test_the_scripts_shipped_to_a_machine_import_nothing_of_gpubench():
+    graph = import_graph()
+    shipped = [m for m in graph if m.startswith(("gpubench.onhost.", "gpubench.workloads"))]
+    assert shipped and [f"{m} imports {sorted(graph[m])}" for m in shipped if graph[m]] == []
+
+
 def test_the_walk_sees_imports_in_function_bodies_and_skips_type_checking():
     graph = import_graph()
     assert "gpubench.providers.common" in graph and "gpubench.workloads" in graph
     # bench.py imports the lifecycle only inside its functions
     assert any(m.startswith("gpubench.lifecycle.") for m in graph["gpubench.bench.machine"])
+    assert unit_of("gpubench.store.ledger") == "gpubench.store" and unit_of("gpubench.format") == "gpubench.format"
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n"

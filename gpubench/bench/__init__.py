@@ -1,0 +1,13 @@
+"""`gpubench bench`: rent, sweep, give back, in one call, over one plan.
+
+request   what a bench is asked (BenchRequest) and what it did (BenchResult)
+plan      before renting: the offers, the points, the estimate against the budget,
+          each machine's deadline, what confirming agrees to
+sweeps    the sweeps on what was rented: the launcher factory, the budget per run,
+          the host's facts on every record
+teardown  the one way to give back a machine or a cluster, and rent_sweep_teardown,
+          the one shape of a bench (teardown whatever happens, then the cost)
+machine   one machine, or K of them on distinct hosts (--hosts)
+hosts     --hosts: telling hosts apart, in turn or at once (--parallel)
+cluster   a cluster of rented machines (--nodes)
+"""

@@ -51,9 +51,15 @@ def same_type(offers: list, best) -> list:
 
 def host_key(offer) -> str | None:
     """The provider's id for the machine behind an offer (Vast.ai's machine_id), where
-    it gives one: hosts are told apart by it."""
-    extra = getattr(offer, "extra", None) or {}
-    host = extra.get("machine_id")
+    its offers name one (the registry entry's machine_field): hosts are told apart by
+    it. None elsewhere, a provider the registry does not know included."""
+    from gpubench.providers import registry
+
+    known = registry.find(getattr(offer, "provider", ""))
+    field = known.machine_field if known is not None else None
+    if field is None:
+        return None
+    host = (getattr(offer, "extra", None) or {}).get(field)
     return None if host is None else str(host)
 
 

@@ -17,59 +17,48 @@ from gpubench.cli.completion import workload_arg_names, workload_list
 from gpubench.cli.settings import flags_or_defaults
 
 
-def bench(
-    ctx: typer.Context,
-    provider: ProviderArg,
-    gpus: MachineGpusOpt,
-    workload: Annotated[str, typer.Option(
-        "--workload", help="Workloads to sweep, e.g. mnist-ddp,gpt-ddp.", autocompletion=workload_list)],
-    workload_args: WorkloadArgsArg = None,
-    per_workload: Annotated[Optional[List[str]], typer.Option(
-        "--args", metavar="NAME=ARGS", autocompletion=workload_arg_names, help="Arguments for one workload only, as NAME=\"ARGS\" (repeatable), "
-                       "e.g. --args gpt-ddp=\"--n-layer 2\"; those after -- go to every workload.")] = None,
-    counts: Annotated[Optional[str], typer.Option(
-        "--counts", help="GPU counts to sweep [default: 1 and powers of two up to --gpus].")] = None,
-    gpu_type: GpuTypeOpt = None,
-    max_price: MaxPriceOpt = None,
-    any_gpu: AnyGpuOpt = False,
-    disk: DiskOpt = 100,
-    image: ImageOpt = None,
-    name: NameOpt = None,
-    keep: Annotated[bool, typer.Option("--keep", help="Leave the machine running afterwards.")] = False,
-    yes: YesOpt = False,
-    force: ForceOpt = False,
-    remote_python: RemotePythonOpt = "python3",
-    workdir: WorkdirOpt = None,
-    results: ResultsOpt = None,
-    timeout: RunTimeoutOpt = 3600.0,
-    attempts: AttemptsOpt = 3,
-    boot_timeout: BootTimeoutOpt = 900.0,
-    ssh_timeout: SshTimeoutOpt = 300.0,
-    max_hours: MaxHoursOpt = None,
-    budget: BudgetOpt = None,
-    no_preflight: NoPreflightOpt = False,
-    repeat: RepeatOpt = None,
-    hosts: Annotated[int, typer.Option(
-        "--hosts", metavar="K", help="Run the same sweep on K machines of one GPU type, on distinct "
-                                     "hosts; the report shows the spread across them.")] = 1,
-    nodes: Annotated[Optional[str], typer.Option(
-        "--nodes", help="Rent a cluster of the largest count's machines and sweep these node "
-                        "counts on it, e.g. 1,2 (torchrun c10d across the machines); --counts "
-                        "then gives the GPUs used on each node.")] = None,
-    parallel: Annotated[bool, typer.Option(
-        "--parallel", help="With --hosts: sweep the machines at once, not one after the other.")] = False,
-    fmt: DocumentFormatOpt = "table",
-    quiet: QuietOpt = False,
-) -> None:
+WorkloadsOpt = Annotated[str, typer.Option(
+    "--workload", help="Workloads to sweep, e.g. mnist-ddp,gpt-ddp.", autocompletion=workload_list)]
+PerWorkloadArgsOpt = Annotated[Optional[List[str]], typer.Option(
+    "--args", metavar="NAME=ARGS", autocompletion=workload_arg_names,
+    help="Arguments for one workload only, as NAME=\"ARGS\" (repeatable), e.g. --args "
+         "gpt-ddp=\"--n-layer 2\"; those after -- go to every workload.")]
+CountsOpt = Annotated[Optional[str], typer.Option(
+    "--counts", help="GPU counts to sweep [default: 1 and powers of two up to --gpus].")]
+KeepOpt = Annotated[bool, typer.Option("--keep", help="Leave the machine running afterwards.")]
+HostsOpt = Annotated[int, typer.Option(
+    "--hosts", metavar="K", help="Run the same sweep on K machines of one GPU type, on distinct "
+                                 "hosts; the report shows the spread across them.")]
+ClusterNodesOpt = Annotated[Optional[str], typer.Option(
+    "--nodes", help="Rent a cluster of the largest count's machines and sweep these node counts on "
+                    "it, e.g. 1,2 (torchrun c10d across the machines); --counts then gives the GPUs "
+                    "used on each node.")]
+ParallelOpt = Annotated[bool, typer.Option(
+    "--parallel", help="With --hosts: sweep the machines at once, not one after the other.")]
+
+
+def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workload: WorkloadsOpt,
+          workload_args: WorkloadArgsArg = None, per_workload: PerWorkloadArgsOpt = None,
+          counts: CountsOpt = None, gpu_type: GpuTypeOpt = None, max_price: MaxPriceOpt = None,
+          any_gpu: AnyGpuOpt = False, disk: DiskOpt = 100, image: ImageOpt = None, name: NameOpt = None,
+          keep: KeepOpt = False, yes: YesOpt = False, force: ForceOpt = False,
+          remote_python: RemotePythonOpt = "python3", workdir: WorkdirOpt = None,
+          results: ResultsOpt = None, timeout: RunTimeoutOpt = 3600.0, attempts: AttemptsOpt = 3,
+          boot_timeout: BootTimeoutOpt = 900.0, ssh_timeout: SshTimeoutOpt = 300.0,
+          max_hours: MaxHoursOpt = None, budget: BudgetOpt = None, no_preflight: NoPreflightOpt = False,
+          repeat: RepeatOpt = None, hosts: HostsOpt = 1, nodes: ClusterNodesOpt = None,
+          parallel: ParallelOpt = False, fmt: DocumentFormatOpt = "table", quiet: QuietOpt = False) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
     from gpubench import suite
-    from gpubench.bench.machine import BenchRequest, bench as run_bench, plan_bench
+    from gpubench.bench.cluster import bench_cluster
+    from gpubench.bench.machine import bench as run_bench
+    from gpubench.bench.plan import plan_bench, plan_cluster_bench
+    from gpubench.bench.request import BenchRequest
     from gpubench.cli.progress import progress_for
+    from gpubench.launch.points import parse_counts
     from gpubench.store.results import ResultsStore
-    from gpubench.sweep.run import parse_counts
 
     output = output_for(fmt)
-    out = output.say
     gpu_type, max_price, image, disk, remote_python, results = flags_or_defaults(
         ctx, gpu_type=gpu_type, max_price=max_price, image=image, disk=disk, remote_python=remote_python,
         results=results)
@@ -79,18 +68,16 @@ def bench(
         suite.check_args(ref, suite.args_for(ref, list(workload_args or []), own_args))
     store = ResultsStore.for_writing(results)
     req = BenchRequest(provider, gpus, refs, list(workload_args or []),
-                       parse_counts(counts) if counts else None, gpu_type, max_price, disk, image,
-                       name, keep, force, timeout, remote_python, attempts=attempts,
+                       parse_counts(counts, "--counts") if counts else None, gpu_type, max_price, disk,
+                       image, name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
                        parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu)
-    if nodes is not None:
-        from gpubench.bench.cluster import bench_cluster, parse_nodes, plan_cluster_bench
-
-        plan = plan_cluster_bench(req, parse_nodes(nodes))   # refuses --hosts > 1, and over budget
+    if nodes is not None:   # refuses --hosts > 1, and a plan over the budget, before anything is rented
+        plan = plan_cluster_bench(req, parse_counts(nodes, "--nodes"))
         machines = f"{plan.size} {gpus}-GPU machines in one cluster"
     else:
-        plan = plan_bench(req)      # refuses a plan over the budget before anything is rented
+        plan = plan_bench(req)
         machines = f"a {gpus}-GPU machine" if hosts == 1 else f"{hosts} {gpus}-GPU machines"
     with output.prompts():
         confirm_or_stop(f"Rent {machines} on {provider} for this bench ({plan.describe()}; "
@@ -99,18 +86,23 @@ def bench(
     with progress_for(output.as_json, quiet) as say:
         result = (bench_cluster(req, plan, store, say) if nodes is not None
                   else run_bench(req, store, say, plan=plan, ask=None if yes else _asking(output, say)))
+    _report(output, store, refs, result)
 
+
+def _report(output, store, refs, result) -> None:
+    """Each workload's table, the spread across hosts, and exit 1 if a run failed or
+    the budget stopped the bench."""
     from gpubench.report.hosts import host_sections
     from gpubench.report.render import render_report, render_section
 
     loaded = store.load()
     for ref in refs:
-        out("")
-        out(render_report(loaded.records, "table", workload=ref.name))
+        output.say("")
+        output.say(render_report(loaded.records, "table", workload=ref.name))
     ours = [r for r in loaded.records if r.get("run_id") in set(result.run_ids)]
     for section in host_sections(ours):
-        out("")
-        out(render_section(section, "table"))
+        output.say("")
+        output.say(render_section(section, "table"))
     say_load_warnings(loaded.warnings)
     if output.as_json:  # the report again, for programs (its notes, once more, on stderr)
         output.emit(run_document(result.run_ids, result.records, store, loaded.records, [r.name for r in refs],

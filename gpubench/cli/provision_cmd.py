@@ -15,6 +15,14 @@ from gpubench.cli.output import Output, entry_document, offer_document, output_f
 from gpubench.cli.render import err, format_dollars
 from gpubench.cli.settings import flags_or_defaults
 
+NODES_HELP = ("Rent a cluster of NODES machines of one offer type in one region, all or "
+              "nothing (--attempts then counts launches per member).")
+
+# The options only provision takes, one alias each (the shared ones are in options.py).
+InterruptibleOpt = Annotated[bool, typer.Option("--interruptible", help="Spot/bid machine (Vast.ai).")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be rented; rent nothing.")]
+NodesOpt = Annotated[Optional[int], typer.Option("--nodes", help=NODES_HELP)]
+
 
 def provision(
     ctx: typer.Context,
@@ -26,19 +34,15 @@ def provision(
     region: RegionOpt = None,
     name: NameOpt = None,
     max_price: MaxPriceOpt = None,
-    interruptible: Annotated[bool, typer.Option(
-        "--interruptible", help="Spot/bid machine (Vast.ai).")] = False,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Show what would be rented; rent nothing.")] = False,
+    interruptible: InterruptibleOpt = False,
+    dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     attempts: AttemptsOpt = 3,
     boot_timeout: BootTimeoutOpt = 900.0,
     ssh_timeout: SshTimeoutOpt = 300.0,
     max_hours: MaxHoursOpt = None,
     preflight: PreflightOpt = False,
-    nodes: Annotated[Optional[int], typer.Option(
-        "--nodes", help="Rent a cluster of NODES machines of one offer type in one region, all or "
-                        "nothing (--attempts then counts launches per member).")] = None,
+    nodes: NodesOpt = None,
     any_gpu: AnyGpuOpt = False,
     fmt: DocumentFormatOpt = "table",
 ) -> None:
@@ -49,7 +53,6 @@ def provision(
     from gpubench.store.ledger import Ledger
     from gpubench.lifecycle.provision import (DEFAULT_IMAGE, Deadlines, ProvisionRequest,
                                               connect_and_plan, provision as run)
-    from gpubench.lifecycle.sshconfig import include_hint
 
     output = output_for(fmt)
     out = output.say
@@ -71,11 +74,7 @@ def provision(
         f"({best.instance_type or best.offer_id}) at {format_dollars(best.price_per_hour)}/h, "
         f"disk {disk} GB")
     if dry_run:
-        for alt in offers[1:attempts]:
-            out(f"  then: {alt.gpu_count}x {alt.gpu_name} ({alt.instance_type or alt.offer_id}) "
-                f"at {format_dollars(alt.price_per_hour)}/h")
-        out("dry run: nothing rented")
-        output.emit({"dry_run": True, "offers": [offer_document(o) for o in offers[:attempts]]})
+        _say_dry_run(output, offers, attempts)
         return
     stops = (f", stopping itself after {max_hours:g} h unless a gpubench run is active on it"
              if max_hours else "")
@@ -89,6 +88,23 @@ def provision(
         consent = Consent(agreed, ask=None if yes else progress.ask)
         outcome = run(prov, req, offers, ledger, progress, gate=_gate(ledger) if preflight else None,
                       consent=consent)
+    _say_ready(output, outcome, provider)
+
+
+def _say_dry_run(output: Output, offers: list, attempts: int) -> None:
+    """The offers after the cheapest that --attempts would try, and nothing rented."""
+    for alt in offers[1:attempts]:
+        output.say(f"  then: {alt.gpu_count}x {alt.gpu_name} ({alt.instance_type or alt.offer_id}) "
+                   f"at {format_dollars(alt.price_per_hour)}/h")
+    output.say("dry run: nothing rented")
+    output.emit({"dry_run": True, "offers": [offer_document(o) for o in offers[:attempts]]})
+
+
+def _say_ready(output: Output, outcome, provider: str) -> None:
+    """The machine rented and how to reach it, stop it and what its preflight found."""
+    from gpubench.lifecycle.sshconfig import include_hint
+
+    out = output.say
     e = outcome.entry
     out(f"ready in {outcome.seconds_to_ready:.1f} s: {e.name} ({provider} {e.instance_id}), "
         f"{e.gpu_count}x {e.gpu_name} at {format_dollars(e.price_per_hour)}/h")
@@ -108,8 +124,8 @@ def provision(
 def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: bool,
                        output: Output) -> None:
     from gpubench.lifecycle import fleet
-    from gpubench.lifecycle.cluster_provision import (ClusterRequest, check_name_free, connect_and_place,
-                                                      member_name, network_line, provision_cluster)
+    from gpubench.lifecycle.cluster_placement import ClusterRequest, connect_and_place, member_name
+    from gpubench.lifecycle.cluster_provision import check_name_free, network_line, provision_cluster
     from gpubench.store.ledger import Ledger
 
     out = output.say

@@ -30,6 +30,20 @@ SINCE_HELP = ("Only records made at or after DATE: 2026-01-31, 2026-01-31T12:00 
               "or an age: 12h, 7d, 2w.")
 FAILURES_HELP = ("Which failed runs to list: none, latest (those of configurations that have "
                  "not run ok since) or all.")
+RUN_HELP = "Only records of this run (a unique prefix is enough); repeatable."
+HTML_HELP = "Also write one self-contained HTML page: tables and plots inlined, opens offline."
+PLOT_HELP = "Also write figures per workload into DIR: throughput, efficiency, cost against time."
+
+# The options only report takes, one alias each (the shared ones are in options.py).
+OnlyWorkloadOpt = Annotated[Optional[str], typer.Option("--workload", help="Only this workload.")]
+RunIdsOpt = Annotated[Optional[List[str]], typer.Option("--run", metavar="ID", help=RUN_HELP)]
+SinceOpt = Annotated[Optional[str], typer.Option("--since", metavar="DATE", help=SINCE_HELP)]
+BaselineOpt = Annotated[Optional[str], typer.Option("--baseline", help=BASELINE_HELP)]
+CompareOpt = Annotated[Optional[Tuple[str, str]], typer.Option("--compare", metavar="A B", help=COMPARE_HELP)]
+HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help=HTML_HELP)]
+PlotOpt = Annotated[Optional[Path], typer.Option("--plot", metavar="DIR", help=PLOT_HELP)]
+PlotFormatOpt = Annotated[str, typer.Option("--plot-format", help="png, svg or both.")]
+FailuresOpt = Annotated[str, typer.Option("--failures", help=FAILURES_HELP)]
 
 
 def _print(rendered) -> None:
@@ -42,22 +56,15 @@ def _print(rendered) -> None:
 def report(
     results: ResultsOpt = None,
     fmt: FormatOpt = "table",
-    workload: Annotated[Optional[str], typer.Option("--workload", help="Only this workload.")] = None,
-    run: Annotated[Optional[List[str]], typer.Option(
-        "--run", metavar="ID",
-        help="Only records of this run (a unique prefix is enough); repeatable.")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help=SINCE_HELP)] = None,
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help=BASELINE_HELP)] = None,
-    compare: Annotated[Optional[Tuple[str, str]], typer.Option(
-        "--compare", metavar="A B", help=COMPARE_HELP)] = None,
-    html: Annotated[Optional[Path], typer.Option(
-        "--html", metavar="FILE",
-        help="Also write one self-contained HTML page: tables and plots inlined, opens offline.")] = None,
-    plot: Annotated[Optional[Path], typer.Option(
-        "--plot", metavar="DIR",
-        help="Also write figures per workload into DIR: throughput, efficiency, cost against time.")] = None,
-    plot_format: Annotated[str, typer.Option("--plot-format", help="png, svg or both.")] = "png",
-    failures: Annotated[str, typer.Option("--failures", help=FAILURES_HELP)] = "latest",
+    workload: OnlyWorkloadOpt = None,
+    run: RunIdsOpt = None,
+    since: SinceOpt = None,
+    baseline: BaselineOpt = None,
+    compare: CompareOpt = None,
+    html: HtmlOpt = None,
+    plot: PlotOpt = None,
+    plot_format: PlotFormatOpt = "png",
+    failures: FailuresOpt = "latest",
     wide: WideOpt = False,
     columns: ColumnsOpt = None,
 ) -> None:
@@ -74,6 +81,32 @@ def report(
     The columns of a long history (64 MB of records and up) are cached in the state
     directory, so the next report reads only the files that changed.
     """
+    plot_formats = _check_flags(fmt, failures, plot_format, html, plot)
+    loaded, frame, workload, where = _load(results, run, since, workload)
+    if frame.empty:
+        _no_records(frame, fmt, compare, bool(run or since), where, loaded.warnings)
+        return
+    from gpubench.report.compute import build_report, parse_baseline
+    from gpubench.report.render import render
+
+    built = build_report(frame, parse_baseline(baseline, frame), failures)
+    compare = tuple(compare) if compare else None
+    from gpubench.report.render import REPORT_HINT
+
+    fit = table_fit(wide, columns, REPORT_HINT)
+    _print(render(built, fmt, workload, compare, fit))
+    from gpubench.report.hosts import host_sections
+
+    machines = [] if compare else host_sections(frame, workload)   # spread across hosts, costs
+    if fmt not in ("csv", "json"):
+        _print_hosts(machines, fmt, fit)
+    _write_extras(built, html, plot, plot_formats, compare, machines)
+    _say_skipped(loaded.warnings)
+
+
+def _check_flags(fmt: str, failures: str, plot_format: str, html: Path | None,
+                 plot: Path | None) -> tuple[str, ...]:
+    """Refuse a flag out of its range before anything is read; the plots' file formats."""
     from gpubench.report.plots import plot_file_formats, require_matplotlib
 
     check_format(fmt)
@@ -86,6 +119,12 @@ def report(
         require_matplotlib("--html")
     if plot is not None:
         require_matplotlib("--plot")
+    return plot_formats
+
+
+def _load(results: Path | None, run: list[str] | None, since: str | None, workload: str | None):
+    """The records the filters leave: (what was loaded, the frame filtered, the workload
+    as its records name it, the results directory as the messages name it)."""
     from gpubench.report.cache import load_frame_cached
     from gpubench.report.filters import filter_records, only_workload, parse_since
 
@@ -103,38 +142,32 @@ def report(
 
         workload = canonical_name(workload)  # ./train.py as its records name it
         frame = only_workload(frame, workload, where)
-    if frame.empty and fmt in ("csv", "json") and not compare:
-        err(f"note: no result records {'matching these filters ' if (run or since) else ''}in {where}")
+    return loaded, frame, workload, where
+
+
+def _no_records(frame, fmt: str, compare: tuple[str, str] | None, filtered: bool, where: str,
+                warnings: list[str]) -> None:
+    """No record is left: an empty list for a program reading csv or json, else an error."""
+    if fmt in ("csv", "json") and not compare:
+        err(f"note: no result records {'matching these filters ' if filtered else ''}in {where}")
         from gpubench.report.render import render_report
 
         out(render_report(frame, fmt))  # an empty list for the program reading it
-        _say_skipped(loaded.warnings)
+        _say_skipped(warnings)
         return
-    if frame.empty:
-        what = "matching these filters " if (run or since) else ""
-        raise UsageError(f"no result records {what}in {where}; run 'gpubench run mnist-ddp' first")
-    from gpubench.report.compute import build_report, parse_baseline
-    from gpubench.report.render import render
+    what = "matching these filters " if filtered else ""
+    raise UsageError(f"no result records {what}in {where}; run 'gpubench run mnist-ddp' first")
 
-    built = build_report(frame, parse_baseline(baseline, frame), failures)
-    compare = tuple(compare) if compare else None
-    from gpubench.report.render import REPORT_HINT
 
-    fit = table_fit(wide, columns, REPORT_HINT)
-    _print(render(built, fmt, workload, compare, fit))
-    from gpubench.report.hosts import host_sections
+def _print_hosts(machines: list, fmt: str, fit) -> None:
+    """The sections per machine (spread across hosts, costs) under the tables for people."""
+    from dataclasses import replace
 
-    machines = [] if compare else host_sections(frame, workload)   # spread across hosts, costs
-    if fmt not in ("csv", "json"):
-        from dataclasses import replace
+    from gpubench.report.render import render_section
 
-        from gpubench.report.render import render_section
-
-        host_fit = replace(fit, columns=())   # --columns names the report's own columns
-        for section in machines:
-            out("\n" + render_section(section, fmt, host_fit))
-    _write_extras(built, html, plot, plot_formats, compare, machines)
-    _say_skipped(loaded.warnings)
+    host_fit = replace(fit, columns=())   # --columns names the report's own columns
+    for section in machines:
+        out("\n" + render_section(section, fmt, host_fit))
 
 
 def _say_skipped(warnings: list[str]) -> None:

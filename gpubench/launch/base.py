@@ -31,6 +31,16 @@ class SweepPoint:
 
 
 @dataclass(frozen=True)
+class NodeSpan:
+    """How a launcher that gives out whole nodes (a Slurm partition, a rented cluster)
+    spans them, for the points of its sweeps (launch/points.py)."""
+
+    called: str                                 # in messages: "cluster duo", a partition
+    default_nodes: tuple[int, ...] | None = None  # None: 1, the powers of two and all nodes
+    gpus_per_node: bool = False                 # --gpus counts each node's GPUs (a cluster)
+
+
+@dataclass(frozen=True)
 class Machine:
     """What a sweep runs on, as the records and the report need it. Every node
     of it is alike: the GPUs and the price are those of one node."""
@@ -42,6 +52,7 @@ class Machine:
     price_per_hour: float | None  # for one whole node; None when unknown
     accelerator: str = "cuda"  # "cuda" or "cpu"
     max_nodes: int = 1  # how many nodes the launcher can span
+    span: NodeSpan | None = None  # set where nodes are given out whole (launch/points.py)
 
     @property
     def max_procs(self) -> int | None:

@@ -35,7 +35,7 @@ from pathlib import Path
 from gpubench.errors import UsageError
 from gpubench.remote import cluster_link
 from gpubench.onhost import cluster_probe
-from gpubench.launch.base import Launcher, LineSink, Machine, RunOutcome, SweepPoint, record_args
+from gpubench.launch.base import Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args
 from gpubench.launch.cluster_torchrun import (PG_TIMEOUT_ENV, NodeFacts, Rendezvous, comm_settings,
                                               endpoint_for, torchrun_command)
 from gpubench.launch.failures import Failure, RunFacts, explain
@@ -401,28 +401,9 @@ def open_cluster(cluster: ClusterHosts, known_hosts: Path, python: str, remote_d
         for member in members:
             member.launcher.close()
         raise
-    machine = replace(machines[0], max_nodes=cluster.size)
+    machine = replace(machines[0], max_nodes=cluster.size,
+                      span=NodeSpan(f"cluster {cluster.name}", gpus_per_node=True))
     echo(f"{cluster.name}: {cluster.size} node(s) of {machine.instance_type}, joined by the "
          f"{cluster.network} network; rendezvous at "
          f"{endpoint_for(cluster.head, cluster.network, options.rendezvous.port, on_head=False)}")
     return ClusterLauncher(cluster, members, machine, options, echo)
-
-
-
-def node_points(machine: Machine, cluster: str, nodes: list[int] | None,
-                per_node: list[int] | None) -> list[SweepPoint]:
-    """The points of a sweep on a cluster: each node count with each process count
-    per node. Unset: 1, the powers of two and all of its nodes, with all the GPUs of
-    a node (node scaling at a node's full width). A node count above the cluster's
-    size, or more processes than a node has GPUs, is a usage error, not a skip."""
-    for n in nodes or []:
-        if n > machine.max_nodes:
-            raise ClusterError(f"--nodes {n}: cluster {cluster} has {machine.max_nodes} "
-                               f"node{'s' if machine.max_nodes != 1 else ''}")
-    most = machine.max_procs
-    for p in per_node or []:
-        if most is not None and p > most:
-            raise ClusterError(f"--gpus {p}: the nodes of cluster {cluster} have {most} GPUs each")
-    chosen = nodes or sorted({1, machine.max_nodes} | {2 ** k for k in range(1, 8)
-                                                       if 2 ** k <= machine.max_nodes})
-    return [SweepPoint(n, p) for n in chosen for p in (per_node or [max(1, machine.gpu_count)])]

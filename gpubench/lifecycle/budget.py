@@ -40,13 +40,6 @@ def expected_run_s(workload: str, timeout: float) -> float:
     return min(RUN_S.get(workload, DEFAULT_RUN_S), timeout)
 
 
-def sweep_counts(gpus: int, counts: list[int] | None) -> list[int]:
-    """The GPU counts a bench sweeps: the asked ones that fit, else 1 and powers of two."""
-    if counts:
-        return [n for n in counts if n <= gpus] or counts[:1]
-    return [2 ** k for k in range(int(math.log2(max(gpus, 1))) + 1)]
-
-
 @dataclass(frozen=True)
 class Estimate:
     """What a bench plan is expected to take and cost on one machine."""
@@ -77,9 +70,10 @@ class Estimate:
                 f"{format_dollars(self.dollars)} at {format_dollars(self.price_per_hour)}/h")
 
 
-def estimate(workloads: list[str], counts: list[int], timeout: float,
+def estimate(workloads: list[str], points: list, timeout: float,
              price_per_hour: float) -> Estimate:
-    runs = [expected_run_s(w, timeout) for w in workloads for _ in counts]
+    """Every workload run once at each of the sweep's points (bench/plan.py says which)."""
+    runs = [expected_run_s(w, timeout) for w in workloads for _ in points]
     return Estimate(len(runs), SETUP_S + sum(runs), price_per_hour)
 
 

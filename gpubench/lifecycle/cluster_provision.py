@@ -10,9 +10,7 @@ up. (Renting them concurrently would save boot time, but the single-machine wait
 cannot be stopped from another thread, so a failed member would leave the others
 launching.)
 
-Where an offer is one machine (a Vast.ai ask), the offers give how many machines one
-region has, and a cluster larger than that is refused before anything is rented;
-elsewhere (Lambda, RunPod) the provider's answer to the launch decides, in its own words.
+Where it goes is decided before anything is rented (cluster_placement.py).
 
 A provider with clusters of its own (providers.common.NativeClusters: RunPod's Instant
 Clusters, with a private network between the members) rents two or more members in one
@@ -33,8 +31,10 @@ from gpubench.lifecycle import accounts, watchdog
 from gpubench.lifecycle.down import delete_native_clusters
 from gpubench.lifecycle.keys import ensure_keypair
 from gpubench.store.ledger import Ledger, LedgerEntry
-from gpubench.lifecycle.provision import (NAME_RE, Gate, Progress, ProvisionRequest, _preflight, _wait_running,
-                                          _wait_ssh, connect_and_plan, default_name, network_columns, provision)
+from gpubench.lifecycle.boot import Gate, Progress, run_gate, wait_running, wait_ssh
+from gpubench.lifecycle.cluster_placement import (ClusterRequest, Placement, PlacementError, member_name,
+                                                  one_machine_per_offer)
+from gpubench.lifecycle.provision import ProvisionRequest, network_columns, provision
 from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.store.status import LedgerStatus
 from gpubench.lifecycle.terminate import DownResult, take_down_entry
@@ -49,123 +49,11 @@ from gpubench.remote.cluster import LOOPBACK, PRIVATE, ClusterHosts, node_from_e
 # the launcher pins them. SSH (22) is always exposed besides.
 RENDEZVOUS_PORT = 29500
 CLUSTER_PORTS = (RENDEZVOUS_PORT, *range(RENDEZVOUS_PORT + 1, RENDEZVOUS_PORT + 11))
-MAX_NODES = 64
-# Providers whose every offer is one machine (a Vast.ai ask is one host's GPUs): how
-# many machines a region has is the number of its offers. Lambda's offers are a type
-# in a region with capacity of unknown depth, RunPod's a GPU type with an availability
-# level: neither says how many machines.
-ONE_MACHINE_PER_OFFER = frozenset({"vast"})
 TERMINATE_S = 180.0
 
 
 class ClusterError(GpubenchError):
     """The cluster could not be completed; every member rented was taken down."""
-
-
-class PlacementError(UsageError):
-    """The provider cannot place the cluster in one region (before anything is rented)."""
-
-
-def member_name(cluster: str, index: int) -> str:
-    """The name of member `index` of `cluster` in the ledger (and, with the gpubench-
-    prefix, at the provider)."""
-    return f"{cluster}-{index}"
-
-
-@dataclass
-class ClusterRequest:
-    machine: ProvisionRequest        # what every member is (name: the cluster's name)
-    nodes: int
-
-    def validate(self) -> "ClusterRequest":
-        """Checks the request; a cluster without a name gets one."""
-        if self.nodes < 1:
-            raise UsageError(f"--nodes must be at least 1 (got {self.nodes})")
-        if self.nodes > MAX_NODES:
-            raise UsageError(f"--nodes {self.nodes}: at most {MAX_NODES} machines in one cluster")
-        self.machine.validate()
-        name = self.machine.name = self.machine.name or default_name(self.machine.provider)
-        if not NAME_RE.match(member_name(name, self.nodes - 1)):
-            raise UsageError(f"--name '{name}': use lower-case letters, digits and '-' (at most "
-                             f"{41 - len(str(self.nodes - 1)) - 1} for {self.nodes} nodes, starting "
-                             f"with a letter or digit)")
-        return self
-
-
-# -- where ----------------------------------------------------------------------
-
-@dataclass
-class Placement:
-    """One offer type in one region: the offers a cluster's members are rented from."""
-
-    provider: str
-    gpu_name: str
-    gpu_count: int
-    region: str
-    offers: list[Offer]              # cheapest first
-    machines: int | None             # how many the provider says the region has; None: it does not say
-
-    @property
-    def price_per_hour(self) -> float:
-        return self.offers[0].price_per_hour
-
-    def describe(self) -> str:
-        where = f" in {self.region}" if self.region else ""
-        return f"{self.gpu_count}x {self.gpu_name}{where}"
-
-
-def _by_region(offers: list[Offer]) -> list[Offer]:
-    """One offer per region: a RunPod offer names the data centres that have the GPU
-    (extra data_centers), and a cluster must sit in one of them."""
-    out = []
-    for offer in offers:
-        centres = offer.extra.get("data_centers") if isinstance(offer.extra, dict) else None
-        if isinstance(centres, list) and centres:
-            out += [replace(offer, region=str(c)) for c in centres]
-        elif offer.available != 0:
-            out.append(offer)
-    return out
-
-
-def placements(provider: str, offers: list[Offer]) -> list[Placement]:
-    """The offers grouped by (type, GPU count, region), cheapest group first."""
-    groups: dict[tuple, list[Offer]] = {}
-    for offer in _by_region(offers):
-        key = (offer.instance_type or offer.gpu_name, offer.gpu_name, offer.gpu_count, offer.region)
-        groups.setdefault(key, []).append(offer)
-    out = []
-    for (_, gpu, count, region), members in groups.items():
-        members.sort(key=lambda o: o.price_per_hour)
-        machines = len({o.offer_id for o in members}) if provider in ONE_MACHINE_PER_OFFER else None
-        out.append(Placement(provider, gpu, count, region, members, machines))
-    return sorted(out, key=lambda p: p.price_per_hour)
-
-
-def choose_placement(provider: str, offers: list[Offer], nodes: int, region: str | None = None
-                     ) -> Placement:
-    """The cheapest placement that can hold `nodes` machines as far as the offers say;
-    a PlacementError in the provider's terms when none can."""
-    found = placements(provider, offers)
-    fits = [p for p in found if p.machines is None or p.machines >= nodes]
-    if fits:
-        return fits[0]
-    if not found:
-        raise PlacementError(f"{provider} has no offer that can be placed in one region")
-    most = max(found, key=lambda p: (p.machines or 0, -p.price_per_hour))
-    where = f"in {region}" if region else "in one region"
-    plural = "s" if most.machines != 1 else ""
-    raise PlacementError(f"{provider} has {most.machines} machine{plural} of {most.gpu_count}x "
-                         f"{most.gpu_name} {where}, asked for {nodes}")
-
-
-def connect_and_place(req: ClusterRequest, provider: Provider | None = None
-                      ) -> tuple[Provider, Placement]:
-    """Check the request, connect to its provider (unless one is given) and pick where
-    the cluster goes. NoOfferError when no offer fits, PlacementError when no region
-    has room for every member."""
-    req.validate()
-    provider, offers = connect_and_plan(req.machine, provider)
-    return provider, choose_placement(req.machine.provider, offers, req.nodes, req.machine.region)
 
 
 # -- renting --------------------------------------------------------------------
@@ -333,19 +221,19 @@ def _member_ready(provider: Provider, ledger: Ledger, entry: LedgerEntry, offer:
     _MemberFailed says which member failed and why."""
     where = f"node {entry.node_index} ({entry.instance_id})"
     try:
-        ready = _wait_running(provider, entry.instance_id, machine.deadlines.running_s, progress)
+        ready = wait_running(provider, entry.instance_id, machine.deadlines.running_s, progress)
         entry = ledger.mark(entry.row_id, LedgerStatus.RUNNING, "running_at", ssh_host=ready.ssh_host,
                             ssh_port=ready.ssh_port, ssh_user=ready.ssh_user, **network_columns(ready))
         progress("running", f"{ready.ssh_user}@{ready.ssh_host}:{ready.ssh_port}"
                             + (f", private {ready.private_ip}" if ready.private_ip else ""))
-        _wait_ssh(ready, entry.key_path, machine.deadlines.ssh_s, progress)
+        wait_ssh(ready, entry.key_path, machine.deadlines.ssh_s, progress)
     except Exception as e:
         if isinstance(e, ProviderError):
             raise
         raise _MemberFailed(f"{where}: {e}") from None
     entry = ledger.mark(entry.row_id, LedgerStatus.READY, "ssh_ready_at")
     if gate is not None:
-        report, why = _preflight(gate, entry, offer, progress)
+        report, why = run_gate(gate, entry, offer, progress)
         entry = ledger.update(entry.row_id, note=(why or report.summary())[:500])
         if why:
             raise _MemberFailed(f"{where}: {why}")
@@ -375,7 +263,7 @@ def _pool(provider: str, placement: Placement, rented: list[LedgerEntry], attemp
     placement's offers once per attempt, so a replacement comes from the same type in
     the same region. Where an offer is one machine, the ones no member holds come first."""
     offers = list(placement.offers)
-    if provider in ONE_MACHINE_PER_OFFER:
+    if one_machine_per_offer(provider):
         held = {m.offer_id for m in rented}
         offers.sort(key=lambda o: o.offer_id in held)
     return offers * max(attempts, 1)

@@ -20,18 +20,17 @@ from typing import TYPE_CHECKING, Callable
 
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.lifecycle import accounts, watchdog
+from gpubench.lifecycle.boot import Gate, NotReady, Progress, run_gate, wait_ssh, wait_running
 from gpubench.lifecycle.consent import Consent
-from gpubench.lifecycle.keys import HostKeyChangedError, SshNotReady, ensure_keypair, probe
+from gpubench.lifecycle.keys import ensure_keypair
 from gpubench.store.ledger import Ledger, LedgerEntry
 from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.store.status import LedgerStatus
 from gpubench.lifecycle.terminate import terminate_and_confirm
-from gpubench.lifecycle.waiting import Reminder, pause
 from gpubench.offer_checks import left_out_line, split_offers
 from gpubench.offers import OfferFilter, explain_none, matching_offers
 from gpubench.providers import registry
-from gpubench.providers.common import (Instance, InstanceState, LaunchSpec, NotFoundError, Offer,
-                                       Provider, ProviderError, provider_name)
+from gpubench.providers.common import Instance, LaunchSpec, Offer, Provider, ProviderError, provider_name
 
 DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
 # Launches refused for capacity cost nothing and do not count as attempts, but the walk
@@ -137,9 +136,6 @@ def connect_and_plan(req: ProvisionRequest, provider: Provider | None = None
 
 # -- launching and waiting ---------------------------------------------------
 
-Progress = Callable[[str, str], None]    # (phase, detail)
-# The preflight gate: run on a machine once SSH answers; a failed report replaces it.
-Gate = Callable[[LedgerEntry, Offer], "GateReport"]
 
 
 def _quiet(phase: str, detail: str) -> None:
@@ -206,17 +202,17 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
                             price_per_hour=inst.price_per_hour or offer.price_per_hour)
         progress("created", f"{req.provider} instance {inst.instance_id}")
         try:
-            ready = _wait_running(provider, inst.instance_id, req.deadlines.running_s, progress)
+            ready = wait_running(provider, inst.instance_id, req.deadlines.running_s, progress)
             entry = ledger.mark(entry.row_id, LedgerStatus.RUNNING, "running_at", ssh_host=ready.ssh_host,
                                 ssh_port=ready.ssh_port, ssh_user=ready.ssh_user,
                                 **network_columns(ready))
             progress("running", f"{ready.ssh_user}@{ready.ssh_host}:{ready.ssh_port}")
-            _wait_ssh(ready, keypair.private, req.deadlines.ssh_s, progress)
+            wait_ssh(ready, keypair.private, req.deadlines.ssh_s, progress)
         except KeyboardInterrupt:
             progress("stopped", f"{inst.instance_id} is left running and in the ledger; "
                                 f"'gpubench down {name}' removes it")
             raise
-        except _NotReady as e:
+        except NotReady as e:
             failures.append(f"{inst.instance_id}: {e}")
             progress("replace", f"{e}; terminating {inst.instance_id}")
             entry = ledger.update(entry.row_id, note=str(e))
@@ -235,7 +231,7 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
         report = None
         if gate is not None:
             try:
-                report, why = _preflight(gate, entry, offer, progress)
+                report, why = run_gate(gate, entry, offer, progress)
             except BaseException as e:
                 # Not the host's fault (a python the user named is missing, Ctrl-C, a bug),
                 # but the machine bills until terminated.
@@ -259,86 +255,11 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
                          f"{len(failures) - launches} refused): {detail}")
 
 
-class _NotReady(Exception):
-    pass
-
-
 def network_columns(inst: Instance) -> dict:
     """The ledger columns for how other machines reach `inst`: its private address and
     its port mapping (JSON), where the provider gives them."""
     ports = json.dumps({str(k): v for k, v in sorted(inst.port_map.items())}) if inst.port_map else None
     return {"private_ip": inst.private_ip, "port_map": ports}
-
-
-def _preflight(gate: Gate, entry: LedgerEntry, offer: Offer,
-               progress: Progress) -> tuple["GateReport | None", str | None]:
-    """(the report, why the machine is not kept or None). A gate that cannot run at
-    all fails the machine too: a host that cannot be checked is not benchmarked."""
-    from gpubench.lifecycle.preflight import PreflightError
-
-    progress("preflight", f"checking {entry.name} (nvidia-smi, a short load test)")
-    try:
-        report = gate(entry, offer)
-    except PreflightError as e:
-        return None, f"preflight could not run: {e}"
-    for check in report.checks:
-        progress("preflight", ("ok      " if check.ok else "FAILED  ") + check.line())
-    if not report.passed:
-        return report, report.failure_line()
-    progress("preflight", report.summary())
-    return report, None
-
-
-def _wait_running(provider: Provider, instance_id: str, deadline_s: float, progress: Progress) -> Instance:
-    deadline = time.monotonic() + deadline_s
-    remind = Reminder(lambda line: progress("booting", line))
-    last = ""
-    while True:
-        try:
-            inst = provider.get(instance_id)
-        except NotFoundError:
-            raise _NotReady("the provider lost the instance while it booted") from None
-        except ProviderError as e:
-            if e.final:
-                raise     # no later poll will do better
-            inst = None
-            last = str(e)
-        if inst is not None:
-            if inst.status is InstanceState.RUNNING and inst.ssh_host:
-                return inst
-            if inst.status in (InstanceState.FAILED, InstanceState.TERMINATED, InstanceState.TERMINATING,
-                               InstanceState.STOPPED):
-                raise _NotReady(f"instance went to {inst.raw_status or inst.status.value} while booting")
-            if inst.raw_status != last:
-                last = inst.raw_status
-                progress("booting", f"status {inst.raw_status or inst.status.value}")
-        if time.monotonic() >= deadline:
-            raise _NotReady(f"not running after {deadline_s:g} s (last status: {last or 'unknown'})")
-        remind(f"waiting for {instance_id} to run with an SSH address (status {last or 'unknown'}, "
-               f"{remind.elapsed:.0f} s of {deadline_s:g} s)")
-        pause(deadline)
-
-
-def _wait_ssh(inst: Instance, key_path, deadline_s: float, progress: Progress) -> None:
-    deadline = time.monotonic() + deadline_s
-    remind = Reminder(lambda line: progress("ssh", line))
-    last = ""
-    while True:
-        try:
-            probe(inst.ssh_host, inst.ssh_port, inst.ssh_user, key_path,
-                  timeout=min(10.0, max(deadline_s, 1.0)))
-            return
-        except HostKeyChangedError as e:
-            raise _NotReady(str(e)) from None
-        except SshNotReady as e:
-            if str(e) != last:
-                last = str(e)
-                progress("ssh", f"waiting: {e}")
-        if time.monotonic() >= deadline:
-            raise _NotReady(f"SSH not answering after {deadline_s:g} s ({last})")
-        remind(f"waiting for SSH on {inst.ssh_host}:{inst.ssh_port} ({remind.elapsed:.0f} s of "
-               f"{deadline_s:g} s)")
-        pause(deadline)
 
 
 def _start_watchdog(provider: Provider, ledger: Ledger, entry: LedgerEntry,

@@ -5,10 +5,11 @@ The watchdog itself is gpubench/onhost/watchdog.py (standard library only),
 copied to ~/.gpubench-watchdog/ on the machine and started detached right after SSH
 answers. Once the deadline passes and no gpubench sweep holds a lease there, it
 removes the machine through the provider's documented call with the machine's own
-id and key (RunPod, Vast.ai), or halts it (shutdown -h: Lambda, or when that call
-fails). A halted machine may still bill, and a watchdog may never have started, so
-the deadline is also in the ledger: fleet.settle_deadlines has every later command
-terminate a machine past it, unless a run is active on it (run_active).
+id and key (RunPod, Vast.ai: the registry entry's self_removal, handed to the script
+in its arguments, since it cannot import gpubench), or halts it (shutdown -h: Lambda,
+or when that call fails). A halted machine may still bill, and a watchdog may never
+have started, so the deadline is also in the ledger: fleet.settle_deadlines has every
+later command terminate a machine past it, unless a run is active on it (run_active).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from gpubench import onhost
 from gpubench.errors import GpubenchError, UsageError
+from gpubench.providers import registry
 from gpubench.store.ledger import LedgerEntry
 
 SCRIPT = onhost.script_path("watchdog")
@@ -29,17 +31,22 @@ REMOTE_PYTHON = "python3"      # the watchdog needs only the standard library
 DEFAULT_POLL_S = 30.0          # how often the watchdog looks (GPUBENCH_WATCHDOG_POLL)
 CONNECT_WAIT_S = 30.0          # to install it: SSH has just answered
 ASK_WAIT_S = 10.0              # to ask a machine past its deadline whether a run is active
-# Providers whose machines carry their own id and a key that may remove them.
-SELF_REMOVING = ("runpod", "vast")
 
 
 class WatchdogError(GpubenchError):
     """The watchdog could not be started on the machine."""
 
 
+def self_removal(provider: str) -> registry.SelfRemoval | None:
+    """How a machine of `provider` removes itself with its own id and key (its registry
+    entry's self_removal); None where it cannot (it halts), or the provider is unknown."""
+    known = registry.find(provider)
+    return known.self_removal if known is not None else None
+
+
 def how_it_stops(provider: str) -> str:
     """What the ledger records of a watchdog on a machine of `provider`."""
-    return "self-removal" if provider in SELF_REMOVING else "shutdown -h"
+    return "self-removal" if self_removal(provider) is not None else "shutdown -h"
 
 
 def poll_s() -> float:
@@ -82,15 +89,28 @@ def _connect(entry: LedgerEntry, wait: float, retry: bool = True):
     return conn
 
 
+def removal_arguments(removal: registry.SelfRemoval | None) -> list[str]:
+    """The watchdog's arguments that hand it the self-removal (the variables on the
+    machine, the call to make); none where the machine halts instead."""
+    if removal is None:
+        return []
+    args = ["--id-var", removal.id_var, "--key-var", removal.key_var,
+            "--method", removal.method, "--path", removal.path]
+    return args + (["--body", removal.body] if removal.body is not None else [])
+
+
 def install_command(seconds: float, provider: str, endpoint: str, poll: float) -> str:
-    """The one shell line that writes the watchdog to the machine and starts it. The
-    script travels base64-encoded (no stdin on this channel); no secret is in it."""
+    """The one shell line that writes the watchdog to the machine and starts it, with
+    the provider's self-removal (registry) in its arguments. The script travels
+    base64-encoded (no stdin on this channel); no secret is in it: the machine's own
+    key stays on the machine, named by its variable."""
     from gpubench.remote.ship import ship_and_run
 
     q = shlex.quote
+    removal = " ".join(q(a) for a in removal_arguments(self_removal(provider)))
     return ship_and_run(REMOTE_PYTHON, SCRIPT, f"{REMOTE_DIR}/watchdog.py",
                         f"start --seconds {max(seconds, 0.0):.1f} --provider {q(provider)} "
-                        f"--endpoint {q(endpoint)} --poll {poll:g}")
+                        f"--endpoint {q(endpoint)} --poll {poll:g}" + (f" {removal}" if removal else ""))
 
 
 def install(entry: LedgerEntry, deadline_at: float, endpoint: str,

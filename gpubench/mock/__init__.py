@@ -59,7 +59,7 @@ import urllib.request
 from pathlib import Path
 
 from gpubench.errors import UsageError
-from gpubench.mock import lambda_api, runpod_api, vast_api
+from gpubench.mock import apis
 from gpubench.mock.engine import LOOPBACK, NETNS, Engine, NodeDiesError
 from gpubench.mock.faults import FaultBoard, FaultSpecError, parse
 from gpubench.mock.state import MockStateError
@@ -76,8 +76,9 @@ def netns_requested(environ=os.environ) -> bool:
     return str(environ.get(NETNS_VAR, "")).strip().lower() in ("1", "true", "yes", "on")
 
 
-# The test API key each provider's mock accepts, by provider name.
-API_KEYS = {m.PROVIDER: m.API_KEY for m in (lambda_api, vast_api, runpod_api)}
+# The test API key each provider's mock accepts, by provider name (every registry entry
+# that names a mock API module).
+API_KEYS = {m.PROVIDER: m.API_KEY for m in apis.modules()}
 
 
 def env_for(base_url: str) -> dict[str, str]:

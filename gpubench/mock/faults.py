@@ -11,8 +11,10 @@ import threading
 from dataclasses import dataclass
 
 from gpubench.errors import UsageError
+from gpubench.providers import registry
 
-PROVIDERS = ("lambda", "vast", "runpod")
+# The providers the mock speaks (registry entries that name a mock API module).
+PROVIDERS = tuple(e.name for e in registry.entries() if e.mock_api)
 
 # fault name -> (takes a value?, default value)
 FAULTS: dict[str, tuple[bool, float | None]] = {

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gpubench.mock import billing, catalog
 from gpubench.mock.state import DEAD, PENDING, RUNNING, MockInstance
-from gpubench.mock.web import Request, Response
+from gpubench.mock.web import BY_PATH, NOT_MINE, Request, Response
 
 PROVIDER = "lambda"
 API_KEY = "secret_gpubench-mock_6c0a3f5e9d2b4e81a7c3d5f1b2e4a6c8"
@@ -41,6 +41,12 @@ IMAGES = (("ubuntu-22.04", "ubuntu-lts", "22.04", "Ubuntu 22.04 LTS"),
           ("lambda-stack-24.04", "lambda-stack", "24.04", "Lambda Stack 24.04"))
 # Instances terminated a moment ago, per engine: id -> (gone at, body as last shown).
 _terminating: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def claim(req: Request) -> int:
+    """Whether `req` is for this API (see apis.py): every /api/v1 path, unless Vast.ai's
+    API claims it surely (vast_api.claim)."""
+    return BY_PATH if req.path.startswith("/api/v1/") else NOT_MINE
 
 
 def error(status: int, code: str, message: str, suggestion: str | None = None) -> Response:

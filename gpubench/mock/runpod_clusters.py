@@ -23,9 +23,8 @@ import secrets
 import string
 import time
 from pathlib import Path
-from types import ModuleType
 
-from gpubench.mock import billing, netns
+from gpubench.mock import billing, netns, runpod_pods
 from gpubench.mock.web import Request, Response
 
 MEMBERSHIP_FILE = "runpod_clusters.json"
@@ -43,45 +42,45 @@ def is_member(inst) -> bool:
     return isinstance(inst.extra.get("cluster"), dict)
 
 
-def route(req: Request, engine, api: ModuleType) -> Response | None:
-    """The answer for a cluster path, or None when `req` is not one. `api` is the pod
-    API module (runpod_api) these members are pods of: handed in, since it routes here."""
+def route(req: Request, engine) -> Response | None:
+    """The answer for a cluster path, or None when `req` is not one (runpod_api routes
+    here); the members are pods of runpod_pods."""
     p, m = req.path.rstrip("/"), req.method
     if p == "/v2/clusters":
         if m == "GET":
-            return api._ok({"clusters": [render(engine, pods, api) for pods in _clusters(engine, api).values()]})
+            return runpod_pods.ok({"clusters": [render(engine, pods) for pods in _clusters(engine).values()]})
         if m == "POST":
-            return _create(req, engine, api)
-        return api._not_allowed("GET, POST")
+            return _create(req, engine)
+        return runpod_pods.not_allowed("GET, POST")
     if mt := _CLUSTER_PODS.match(p):
         if m != "GET":
-            return api._not_allowed("GET")
-        pods = _clusters(engine, api).get(mt.group(1))
+            return runpod_pods.not_allowed("GET")
+        pods = _clusters(engine).get(mt.group(1))
         if not pods:
-            return api.problem(404, "cluster not found")
-        return api._ok({"pods": [api.render(engine, i) for i in pods]})
+            return runpod_pods.problem(404, "cluster not found")
+        return runpod_pods.ok({"pods": [runpod_pods.render(engine, i) for i in pods]})
     if mt := _CLUSTER.match(p):
         if m not in ("GET", "PATCH", "DELETE"):
-            return api._not_allowed("GET, PATCH, DELETE")
-        pods = _clusters(engine, api).get(mt.group(1))
+            return runpod_pods.not_allowed("GET, PATCH, DELETE")
+        pods = _clusters(engine).get(mt.group(1))
         if not pods:
-            return api.problem(404, "cluster not found")
+            return runpod_pods.problem(404, "cluster not found")
         if m == "GET":
-            return api._ok(render(engine, pods, api))
+            return runpod_pods.ok(render(engine, pods))
         if m == "DELETE":
             for inst in pods:
                 billing.terminate(engine, inst)   # a terminate-lies fault answers the same and keeps them
-            return api._ok(None, 204)
-        return _rename(req, engine, mt.group(1), api)
+            return runpod_pods.ok(None, 204)
+        return _rename(req, engine, mt.group(1))
     if p == "/v2/billing/clusters" and m == "GET":
-        return _billing(req, engine, api)
+        return _billing(req, engine)
     return None
 
 
-def _clusters(engine, api: ModuleType) -> dict[str, list]:
+def _clusters(engine) -> dict[str, list]:
     """cluster id -> its live member pods, rank order."""
     out: dict[str, list] = {}
-    for inst in engine.store.instances(api.PROVIDER):
+    for inst in engine.store.instances(runpod_pods.PROVIDER):
         if is_member(inst):
             out.setdefault(inst.extra["cluster"]["id"], []).append(inst)
     for pods in out.values():
@@ -89,9 +88,9 @@ def _clusters(engine, api: ModuleType) -> dict[str, list]:
     return out
 
 
-def render(engine, pods: list, api: ModuleType) -> dict:
+def render(engine, pods: list) -> dict:
     first = pods[0].extra["cluster"]
-    statuses = [api.status_of(i) for i in pods]
+    statuses = [runpod_pods.status_of(i) for i in pods]
     by_status: dict[str, int] = {}
     for s in statuses:
         by_status[s] = by_status.get(s, 0) + 1
@@ -104,11 +103,11 @@ def render(engine, pods: list, api: ModuleType) -> dict:
         "compute": {"gpuTypeId": head.gpu_name, "gpuCountPerPod": head.gpu_count, "podCount": first["podCount"]},
         "dataCenterId": head.region, "pods": {"total": len(pods), "byStatus": by_status},
         "network": {"cidr": first["cidr"], "vxlanId": first["vxlanId"], "vxlanPort": VXLAN_PORT},
-        "primary": primary, "createdAt": api._iso(first["createdAt"]),
+        "primary": primary, "createdAt": runpod_pods.iso(first["createdAt"]),
     }
 
 
-def _validate(body: dict, api: ModuleType) -> list[str]:
+def _validate(body: dict) -> list[str]:
     errs = [f"$: additional properties '{k}' not allowed" for k in body if k not in _CREATE_FIELDS]
     if not isinstance(body.get("name"), str) or not body.get("name"):
         errs.append("$: missing property 'name'")
@@ -134,40 +133,40 @@ def _validate(body: dict, api: ModuleType) -> list[str]:
                 errs.append(f"$.compute.{key}: must be {bound}")
     # The container configuration is checked as a pod create checks it.
     pod_like = {k: body[k] for k in ("image", "disk", "ports", "env", "dataCenterIds") if k in body}
-    errs += [e for e in api._validate_create({"name": "x", "gpu": {"id": "x"}, "image": "x", **pod_like})
+    errs += [e for e in runpod_pods.validate_create({"name": "x", "gpu": {"id": "x"}, "image": "x", **pod_like})
              if not e.startswith("$: missing")]
     return errs
 
 
-def _create(req: Request, engine, api: ModuleType) -> Response:
-    body, err = api._body(req)
+def _create(req: Request, engine) -> Response:
+    body, err = runpod_pods.json_body(req)
     if err:
         return err
-    errs = _validate(body, api)
+    errs = _validate(body)
     if errs:
-        return api.problem(422, "Request validation failed.", errs)
+        return runpod_pods.problem(422, "Request validation failed.", errs)
     compute = body["compute"]
     gpu_id, per_pod, count = compute["gpuTypeId"], compute["gpuCountPerPod"], compute["podCount"]
     g = engine.runpod_gpus.get(gpu_id)
     if g is None:
-        return api.problem(400, f"unknown GPU type id {gpu_id!r}; see GET /v2/catalog/gpus")
+        return runpod_pods.problem(400, f"unknown GPU type id {gpu_id!r}; see GET /v2/catalog/gpus")
     if per_pod > 8:
-        return api.problem(400, f"compute.gpuCountPerPod {per_pod} exceeds the maximum of 8 for {gpu_id}")
+        return runpod_pods.problem(400, f"compute.gpuCountPerPod {per_pod} exceeds the maximum of 8 for {gpu_id}")
     wanted = body.get("dataCenterIds") or []
     cluster_id = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8))
     env = body.get("env", {})
     with engine.lock:    # every member placed in one data centre, or none
-        free = api.free_gpus(engine, g, "SECURE")
+        free = runpod_pods.free_gpus(engine, g, "SECURE")
         room = (netns.MAX_SLOTS - len(engine.store.instances())) if engine.network is not None else count
         chosen = next((dc for dc, n in free.items()
                        if (not wanted or dc in wanted) and n >= per_pod * count and room >= count), None)
         if chosen is None:
-            return api.problem(400, api.NO_CAPACITY)
+            return runpod_pods.problem(400, runpod_pods.NO_CAPACITY)
         pods = []
         for rank in range(count):
             info = {"id": cluster_id, "rank": rank, "ip": "", "name": body["name"], "type": body["type"],
                     "podCount": count, "createdAt": time.time(), "vxlanId": 0, "cidr": ""}
-            inst, err = api.create_pod(
+            inst, err = runpod_pods.create_pod(
                 engine, name=f"{body['name']}-{rank}", image=body.get("image", ""), gpu_id=gpu_id, count=per_pod,
                 cloud="SECURE", data_centers=[chosen], disk=body.get("disk", 50), ports=body.get("ports", []),
                 env=env, start_ssh=bool(body.get("startSsh", False)),
@@ -182,29 +181,29 @@ def _create(req: Request, engine, api: ModuleType) -> Response:
             def place(pod) -> None:
                 pod.extra["cluster"].update(ip=engine.private_address(pod), cidr=_cidr(engine),
                                             vxlanId=int(cluster_id, 36) % 16_000_000 + 1)
-            engine.mutate(api.PROVIDER, inst.id, place)
+            engine.mutate(runpod_pods.PROVIDER, inst.id, place)
         _remember(engine, {i.id: cluster_id for i in pods})
-        pods = _clusters(engine, api)[cluster_id]
-    return api._ok(render(engine, pods, api), 201)
+        pods = _clusters(engine)[cluster_id]
+    return runpod_pods.ok(render(engine, pods), 201)
 
 
 def _cidr(engine) -> str:
     return engine.network.cidr if engine.network is not None else "127.0.0.0/8"
 
 
-def _rename(req: Request, engine, cluster_id: str, api: ModuleType) -> Response:
-    body, err = api._body(req)
+def _rename(req: Request, engine, cluster_id: str) -> Response:
+    body, err = runpod_pods.json_body(req)
     if err:
         return err
     errs = [f"$: additional properties '{k}' not allowed" for k in body if k != "name"]
     if not isinstance(body.get("name"), str) or not body.get("name"):
         errs.append("$.name: must be a non-empty string")
     if errs:
-        return api.problem(422, "Request validation failed.", errs)
-    for inst in _clusters(engine, api).get(cluster_id, []):
-        engine.mutate(api.PROVIDER, inst.id, lambda pod: pod.extra["cluster"].update(name=body["name"]))
-    pods = _clusters(engine, api).get(cluster_id)
-    return api._ok(render(engine, pods, api)) if pods else api.problem(404, "cluster not found")
+        return runpod_pods.problem(422, "Request validation failed.", errs)
+    for inst in _clusters(engine).get(cluster_id, []):
+        engine.mutate(runpod_pods.PROVIDER, inst.id, lambda pod: pod.extra["cluster"].update(name=body["name"]))
+    pods = _clusters(engine).get(cluster_id)
+    return runpod_pods.ok(render(engine, pods)) if pods else runpod_pods.problem(404, "cluster not found")
 
 
 # ------------------------------------------------------------------ billing
@@ -229,26 +228,26 @@ def _remember(engine, pods: dict[str, str]) -> None:
 _AMOUNTS = ("totalAmount", "gpuAmount", "diskAmount", "networkingAmount")
 
 
-def _billing(req: Request, engine, api: ModuleType) -> Response:
+def _billing(req: Request, engine) -> Response:
     """GET /v2/billing/clusters: per cluster per bucket, what its pods were billed."""
     q = req.query
     size = q.get("bucketSize", "day")
-    if size not in api._BUCKETS:
-        return api.problem(422, "Request validation failed.", ["bucketSize: must be one of hour, day, week"])
-    step = api._BUCKETS[size]
+    if size not in runpod_pods.BUCKETS:
+        return runpod_pods.problem(422, "Request validation failed.", ["bucketSize: must be one of hour, day, week"])
+    step = runpod_pods.BUCKETS[size]
     now = time.time()
     try:
-        end = api._parse_time(q["endTime"]) if q.get("endTime") else now
+        end = runpod_pods.parse_time(q["endTime"]) if q.get("endTime") else now
         if q.get("lastN"):
             start = (end // step - int(q["lastN"]) + 1) * step
         else:
-            start = api._parse_time(q["startTime"]) if q.get("startTime") else now - 30 * 86400
+            start = runpod_pods.parse_time(q["startTime"]) if q.get("startTime") else now - 30 * 86400
     except (ValueError, KeyError):
-        return api.problem(422, "Request validation failed.", ["startTime/endTime: must be RFC 3339 (Z)"])
+        return runpod_pods.problem(422, "Request validation failed.", ["startTime/endTime: must be RFC 3339 (Z)"])
     start, end = start // step * step, -(-end // step) * step
     member_of = _members_ever(engine)
     amounts: dict[tuple[str, float], float] = {}
-    for charge in billing.charges(engine, api.PROVIDER):
+    for charge in billing.charges(engine, runpod_pods.PROVIDER):
         cluster = member_of.get(charge.instance_id)
         if cluster is None or (q.get("clusterId") and cluster != q["clusterId"]):
             continue
@@ -258,13 +257,13 @@ def _billing(req: Request, engine, api: ModuleType) -> Response:
             if part is not None:
                 amounts[(cluster, bucket)] = amounts.get((cluster, bucket), 0.0) + part.amount
             bucket += step
-    records = [{"startTime": api._iso(b), "endTime": api._iso(b + step), "clusterId": c,
+    records = [{"startTime": runpod_pods.iso(b), "endTime": runpod_pods.iso(b + step), "clusterId": c,
                 "totalAmount": round(a, 4), "gpuAmount": round(a, 4), "diskAmount": 0.0, "networkingAmount": 0.0}
                for (c, b), a in sorted(amounts.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
-    query = {"startTime": api._iso(start), "endTime": api._iso(end), "bucketSize": size}
+    query = {"startTime": runpod_pods.iso(start), "endTime": runpod_pods.iso(end), "bucketSize": size}
     if q.get("clusterId"):
         query["clusterId"] = q["clusterId"]
     totals = {k: round(sum(r[k] for r in records), 4) for k in _AMOUNTS}
-    return api._ok({"records": records, "metadata": {
+    return runpod_pods.ok({"records": records, "metadata": {
         "query": query, "recordCount": len(records), "totals": totals,
         "uniqueClusterCount": len({r["clusterId"] for r in records})}})

@@ -12,7 +12,7 @@ graphql-core against the schema below, on the same pods as REST v2.
 A deploy lands only in a data center that meets its placement filters (country, data center,
 cloud, vCPUs, memory, public IP, network speed, disk, CUDA versions, GPU count and free GPUs; see
 Placement and catalog.RUNPOD_DC_SPECS); where none does, it is refused in the real API's words
-(runpod_api.NO_CAPACITY), as an `errors` entry beside a null pod.
+(runpod_pods.NO_CAPACITY), as an `errors` entry beside a null pod.
 
 RunPod turns GraphQL off in early 2027: this module is self-contained so that deleting it (and
 its one import in server.py) removes it.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from graphql import GraphQLError, build_schema, graphql_sync, parse, validate
 
-from gpubench.mock import catalog, runpod_api
+from gpubench.mock import catalog, runpod_pods
 from gpubench.mock import billing
 from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
@@ -138,7 +138,7 @@ def authorized(req: Request) -> bool:
     key = req.bearer() or req.query.get("api_key")
     if key is None:
         return _catalog_only(req)
-    return key == runpod_api.API_KEY
+    return key == runpod_pods.API_KEY
 
 
 def _catalog_only(req: Request) -> bool:
@@ -255,7 +255,7 @@ def _gpu_type(g: catalog.GpuModel, engine) -> dict:
                          public_ip=bool(input.get("supportPublicIp")), min_download=input.get("minDownload") or 0,
                          min_upload=input.get("minUpload") or 0,
                          disk_gb=input.get("totalDisk") or input.get("minDisk") or 0)
-        slots = {(c, dc): n for c in clouds for dc, n in runpod_api.free_gpus(engine, g, c).items()
+        slots = {(c, dc): n for c in clouds for dc, n in runpod_pods.free_gpus(engine, g, c).items()
                  if want.fits(catalog.RUNPOD_DC_SPECS[dc])}
         specs = [catalog.RUNPOD_DC_SPECS[dc] for _c, dc in slots]
         total = {(c, dc): n for c in clouds for dc, n in catalog.runpod_slots(g)[c].items()
@@ -266,7 +266,7 @@ def _gpu_type(g: catalog.GpuModel, engine) -> dict:
         rented, offered = sum(total.values()) - sum(slots.values()), sum(total.values())
         return {"gpuName": g.runpod_name, "gpuTypeId": g.runpod_id, "minimumBidPrice": min_bid(g),
                 "uninterruptablePrice": price, "minMemory": min((d.pod_memory_gb(count) for d in specs), default=0),
-                "minVcpu": min((d.pod_vcpus(count) for d in specs), default=0), "stockStatus": runpod_api.availability_level(free, count).capitalize()
+                "minVcpu": min((d.pod_vcpus(count) for d in specs), default=0), "stockStatus": runpod_pods.availability_level(free, count).capitalize()
                 if free >= count else None,
                 "availableGpuCounts": [n for n in range(1, min(free, 8) + 1)],
                 "maxUnreservedGpuCount": min(free, 8), "rentedCount": rented, "totalCount": offered,
@@ -292,7 +292,7 @@ def _gpu_type(g: catalog.GpuModel, engine) -> dict:
 def _pod(inst: MockInstance, engine) -> dict:
     x = inst.extra
     dc = catalog.RUNPOD_DC_SPECS[inst.region]
-    status = runpod_api.status_of(inst)
+    status = runpod_pods.status_of(inst)
     running = status == "RUNNING"
     ports = x.get("ports", [])
     runtime = None
@@ -300,7 +300,7 @@ def _pod(inst: MockInstance, engine) -> dict:
         runtime = {"uptimeInSeconds": int(time.time() - (inst.running_since or time.time())),
                    "ports": [{"ip": engine.address(inst), "isIpPublic": True, "privatePort": private,
                               "publicPort": public, "type": "tcp"}
-                             for private, public in runpod_api.tcp_ports(engine, inst)],
+                             for private, public in runpod_pods.tcp_ports(engine, inst)],
                    "gpus": [{"id": f"GPU-{inst.id}-{n}", "gpuUtilPercent": 0, "memoryUtilPercent": 0}
                             for n in range(inst.gpu_count)],
                    "container": {"cpuPercent": 0, "memoryPercent": 0}}
@@ -361,7 +361,7 @@ def _root(engine) -> dict:
             places = want.data_centers(g, c)
             if not places:
                 continue
-            inst, err = runpod_api.create_pod(
+            inst, err = runpod_pods.create_pod(
                 engine, name=input.get("name") or "", image=input.get("imageName") or "",
                 gpu_id=gpu_id, count=want.gpus, cloud=c, data_centers=places,
                 disk=input.get("containerDiskInGb") or 10, ports=ports, env=env,
@@ -375,10 +375,10 @@ def _root(engine) -> dict:
                 if bid is not None:
                     inst = _mutate(inst.id, lambda i: setattr(i, "price_per_hour", round(bid * i.gpu_count, 4)))
                 return _pod(inst, engine)
-            if err.body["detail"] != runpod_api.NO_CAPACITY:
+            if err.body["detail"] != runpod_pods.NO_CAPACITY:
                 raise GraphQLError(err.body["detail"])
         # the real API's words when no machine meets the request
-        raise GraphQLError(runpod_api.NO_CAPACITY)
+        raise GraphQLError(runpod_pods.NO_CAPACITY)
 
     def rent_interruptible(info, input):
         return deploy(info, input, bid=input["bidPerGpu"])

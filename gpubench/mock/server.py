@@ -1,10 +1,12 @@
 """The HTTP server: routes each request to its provider module, applies request-level faults
 first, and serves the admin endpoints under /_mock/.
 
-Routing: /v2/... and /graphql -> RunPod; /api/v0/... -> Vast; /api/v1/instances/ (with its
-trailing slash, as the vastai CLI sends it) or any /api/v1 call carrying the Vast key -> Vast;
-the rest of /api/v1/... -> Lambda. A machine's own key (Vast.ai CONTAINER_API_KEY, RunPod's
-pod RUNPOD_API_KEY) is accepted for removing that machine only.
+Routing: each provider's API module (the registry entry's mock_api; see apis.py) claims the
+requests that are its own, and the surest claim answers: /v2/... and /graphql -> RunPod;
+/api/v0/... -> Vast; /api/v1/instances/ (with its trailing slash, as the vastai CLI sends
+it) or any /api/v1 call carrying the Vast key -> Vast; the rest of /api/v1/... -> Lambda.
+A machine's own key (Vast.ai CONTAINER_API_KEY, RunPod's pod RUNPOD_API_KEY) is accepted
+for removing that machine only (the module's self_removal).
 
 Admin: GET /_mock/health (`{"ok": true, "network": {"mode": "loopback"|"netns", ...}}`),
 GET /_mock/faults, POST /_mock/faults with `{"spec": "..."}`, and POST /_mock/node-dies with
@@ -19,7 +21,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from gpubench.mock import lambda_api, runpod_api, vast_api
+from gpubench.mock import apis
 from gpubench.mock.engine import NodeDiesError
 from gpubench.mock.faults import FaultSpecError
 from gpubench.mock.web import Request, Response
@@ -28,29 +30,10 @@ log = logging.getLogger("gpubench.mock")
 MAX_BODY = 8 * 1024 * 1024
 
 
-def _provider_module(req: Request):
-    p = req.path
-    if p in ("/graphql", "/v2/graphql"):
-        try:
-            from gpubench.mock import runpod_graphql   # legacy: goes when RunPod turns GraphQL off
-        except ImportError:
-            return None
-        return runpod_graphql
-    if p.startswith("/v2/"):
-        return runpod_api
-    if p.startswith("/api/v0/"):
-        return vast_api
-    if p.startswith("/api/v1/"):
-        if p == "/api/v1/instances/" or vast_api.api_key_of(req) == vast_api.API_KEY:
-            return vast_api
-        return lambda_api
-    return None
-
-
 def dispatch(req: Request, engine) -> Response:
     if req.path.startswith("/_mock/"):
         return _admin(req, engine)
-    module = _provider_module(req)
+    module = apis.for_request(req)
     if module is None:
         return Response(404, {"error": "not found"})
     provider = module.PROVIDER

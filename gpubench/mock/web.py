@@ -1,4 +1,5 @@
-"""Request and response values passed between the HTTP server and the provider modules."""
+"""Request and response values passed between the HTTP server and the provider modules,
+and the claims those modules make on a request (see apis.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import base64
 import json
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
+
+# How surely a request is an API module's, as its claim(req) says: the server hands a
+# request to the surest claim. BY_PATH: the path is of the API's, and another API may
+# claim it surely (Lambda's /api/v1 paths, where Vast.ai also answers).
+NOT_MINE, BY_PATH, SURELY = 0, 1, 2
 
 
 @dataclass

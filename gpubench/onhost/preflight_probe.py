@@ -1,5 +1,5 @@
 """The preflight probe that runs on a rented machine: it gathers facts and judges
-none of them (gpubench/lifecycle/preflight.py beside it holds every floor).
+none of them (gpubench/lifecycle/preflight_checks.py holds every floor).
 
 Standard library only, apart from the torch it looks for: gpubench copies this
 file to ~/.gpubench-preflight/probe.py on the machine and runs

@@ -5,6 +5,7 @@ Standard library only: gpubench copies this file to ~/.gpubench-watchdog/ on the
 machine and runs it with the machine's python3 (see watchdog.py beside it):
 
     python3 watchdog.py start --seconds S --provider P [--endpoint URL] [--poll S] [--base DIR]...
+                              [--id-var V --key-var V --method M --path P [--body JSON]]
     python3 watchdog.py status [--base DIR]...
 
 `start` detaches the watchdog (a session of its own, its output to the log beside
@@ -17,13 +18,18 @@ each run's marker naming the lease it runs under. A sweep whose gpubench was kil
 or whose link was lost, holds none: its machine is stopped, its runs with it.
 
 How a machine stops itself, cheapest first:
-- RunPod: the pod deletes itself (DELETE {endpoint}/v2/pods/$RUNPOD_POD_ID with the
-  pod's own $RUNPOD_API_KEY);
-- Vast.ai: the instance destroys itself (DELETE {endpoint}/api/v0/instances/$CONTAINER_ID/
-  with $CONTAINER_API_KEY, the key Vast.ai gives each instance for itself);
+- where gpubench hands it a self-removal (from the provider's registry entry: RunPod,
+  Vast.ai), the machine removes itself: it reads its own id and key from the variables
+  that --id-var and --key-var name, and makes the provider's documented call: METHOD
+  ENDPOINT+PATH, "{id}" in PATH replaced by its id, with `Authorization: Bearer KEY`
+  and BODY as JSON where one is given (RunPod: DELETE /v2/pods/{id} with the pod's own
+  $RUNPOD_API_KEY; Vast.ai: DELETE /api/v0/instances/{id}/ with $CONTAINER_API_KEY,
+  the key Vast.ai gives each instance for itself). A 404 means it is already gone;
 - otherwise (Lambda carries no key), or once that call keeps failing: shutdown -h now
   (through sudo -n when not root). A halted machine may still bill: the deadline in
   gpubench's ledger has the next gpubench command terminate it.
+
+This script keeps no table of providers: what it knows of one it is told.
 """
 
 import argparse
@@ -44,9 +50,6 @@ LOG = "log"
 DEFAULT_BASE = "gpubench"
 SELF_REMOVAL_TRIES = 3          # failed self-removal calls before halting instead
 HTTP_TIMEOUT_S = 30
-# Where a machine's own id and key are found, per provider: (id variable, key variable).
-SELF_REMOVAL_VARS = {"runpod": ("RUNPOD_POD_ID", "RUNPOD_API_KEY"),
-                     "vast": ("CONTAINER_ID", "CONTAINER_API_KEY")}
 # Containers keep their variables in PID 1's environment; RunPod also writes them here.
 ENV_FILES = ("/etc/rp_environment", "/etc/environment")
 
@@ -139,30 +142,36 @@ def machine_variable(name):
 
 # -- stopping ---------------------------------------------------------------------
 
-def self_removal_request(provider, endpoint, machine_id, key):
-    """The documented call with which a machine of `provider` removes itself."""
-    endpoint = endpoint.rstrip("/")
-    if provider == "runpod":
-        url, body = "%s/v2/pods/%s" % (endpoint, machine_id), None
-    else:
-        url, body = "%s/api/v0/instances/%s/" % (endpoint, machine_id), b"{}"
-    request = urllib.request.Request(url, data=body, method="DELETE")
+def removal_of(args):
+    """The self-removal gpubench handed over in the arguments, as a dict (id_var,
+    key_var, method, path, body: None for none); None where none was: the machine halts."""
+    if not (args.id_var and args.key_var and args.path):
+        return None
+    return {"id_var": args.id_var, "key_var": args.key_var, "method": args.method,
+            "path": args.path, "body": args.body}
+
+
+def self_removal_request(removal, endpoint, machine_id, key):
+    """The documented call with which this machine removes itself (`removal`, see removal_of)."""
+    url = endpoint.rstrip("/") + removal["path"].replace("{id}", machine_id)
+    body = None if removal["body"] is None else removal["body"].encode()
+    request = urllib.request.Request(url, data=body, method=removal["method"])
     request.add_header("Authorization", "Bearer " + key)
     if body is not None:
         request.add_header("Content-Type", "application/json")
     return request
 
 
-def remove_self(provider, endpoint):
+def remove_self(provider, endpoint, removal):
     """Ask the provider to remove this machine. Returns (done, what happened)."""
-    id_var, key_var = SELF_REMOVAL_VARS[provider]
+    id_var, key_var = removal["id_var"], removal["key_var"]
     machine_id, key = machine_variable(id_var), machine_variable(key_var)
     if not machine_id or not key:
         return False, "no %s/%s on this machine" % (id_var, key_var)
     if not endpoint:
         return False, "no API endpoint given"
     try:
-        with urllib.request.urlopen(self_removal_request(provider, endpoint, machine_id, key),
+        with urllib.request.urlopen(self_removal_request(removal, endpoint, machine_id, key),
                                     timeout=HTTP_TIMEOUT_S) as answer:
             return True, "%s answered %d to removing %s" % (provider, answer.status, machine_id)
     except urllib.error.HTTPError as e:
@@ -185,10 +194,11 @@ def halt():
     return done, "%s %s" % (" ".join(command), "accepted" if done else "failed")
 
 
-def stop(provider, endpoint, tries):
-    """Stop the machine the cheapest way this machine can; `tries` counts earlier attempts."""
-    if provider in SELF_REMOVAL_VARS and tries < SELF_REMOVAL_TRIES:
-        done, said = remove_self(provider, endpoint)
+def stop(provider, endpoint, removal, tries):
+    """Stop the machine the cheapest way this machine can: `removal` (see removal_of)
+    where there is one; `tries` counts earlier attempts."""
+    if removal is not None and tries < SELF_REMOVAL_TRIES:
+        done, said = remove_self(provider, endpoint, removal)
         log("self-removal: " + said)
         if done or tries + 1 < SELF_REMOVAL_TRIES:
             return done
@@ -243,7 +253,7 @@ def watch(args, deadline):
         log("deadline passed and no gpubench sweep is connected: stopping the machine")
         first_try = now if first_try is None else first_try
         waiting_said = False
-        stop(args.provider, args.endpoint, tries)
+        stop(args.provider, args.endpoint, removal_of(args), tries)
         tries += 1
         time.sleep(min(args.poll * 2 ** tries, 60))   # still here: try again, less often
 
@@ -283,7 +293,7 @@ def start(args):
         try:
             write_state({"pid": os.getpid(), "deadline": deadline, "provider": args.provider,
                          "started": time.time()})
-            log("watching: deadline in %.0f s, then %s" % (args.seconds, how(args.provider)))
+            log("watching: deadline in %.0f s, then %s" % (args.seconds, how(removal_of(args))))
             os.write(ready_w, b"ok")
             os.close(ready_w)
             code = watch(args, deadline)
@@ -302,24 +312,36 @@ def start(args):
     return 0
 
 
-def how(provider):
-    return "self-removal" if provider in SELF_REMOVAL_VARS else "shutdown -h"
+def how(removal):
+    return "self-removal" if removal is not None else "shutdown -h"
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(prog="watchdog.py")
-    sub = parser.add_subparsers(dest="command")
+def parser():
+    """The command line (see the module docstring)."""
+    top = argparse.ArgumentParser(prog="watchdog.py")
+    sub = top.add_subparsers(dest="command")
     go = sub.add_parser("start")
     go.add_argument("--seconds", type=float, required=True)
     go.add_argument("--provider", required=True)
     go.add_argument("--endpoint", default="")
     go.add_argument("--poll", type=float, default=30.0)
     go.add_argument("--give-up", type=float, default=6 * 3600.0)
+    # the self-removal, as gpubench hands it over (none: the machine halts)
+    go.add_argument("--id-var", default="")
+    go.add_argument("--key-var", default="")
+    go.add_argument("--method", default="DELETE")
+    go.add_argument("--path", default="")
+    go.add_argument("--body", default=None)
     for p in (go, sub.add_parser("status")):
         p.add_argument("--base", action="append", default=None)
-    args = parser.parse_args(argv)
+    return top
+
+
+def main(argv):
+    command_line = parser()
+    args = command_line.parse_args(argv)
     if args.command is None:
-        parser.print_usage()
+        command_line.print_usage()
         return 2
     args.base = args.base or [DEFAULT_BASE]
     if args.command == "status":

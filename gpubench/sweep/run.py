@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from typing import Callable
 
 from gpubench import suite
 from gpubench.sweep import events
@@ -29,58 +29,13 @@ from gpubench.sweep import runlogs
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.launch.failures import stop_reason
+from gpubench.launch.points import sweep_points
 from gpubench.sweep.records import finish_record
 from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
 
 DEFAULT_TIMEOUT_S = 3600.0
 GPU_REPEATS, CPU_REPEATS = 1, 3  # --repeat's default where the runs use GPUs, and on a CPU
-
-
-def parse_counts(text: str) -> list[int]:
-    """'1,2,4' -> [1, 2, 4]; anything else is a usage error."""
-    counts = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            n = int(part)
-        except ValueError:
-            raise UsageError(f"--gpus: '{part}' is not a whole number (example: --gpus 1,2,4)") from None
-        if n < 1:
-            raise UsageError(f"--gpus: {n} is not a valid GPU count; counts start at 1")
-        if n not in counts:
-            counts.append(n)
-    return counts
-
-
-def on_one_node(counts: Iterable[int]) -> list[SweepPoint]:
-    """Process counts on one machine as points: --gpus 1,2,4 -> (1,1), (1,2), (1,4)."""
-    return [SweepPoint(1, n) for n in counts]
-
-
-def grid(nodes: Iterable[int], procs_per_node: Iterable[int]) -> list[SweepPoint]:
-    """Every node count with every per-node count, node counts first: nodes 1,2 and
-    processes 1,2 -> (1,1), (1,2), (2,1), (2,2)."""
-    per_node = list(procs_per_node)
-    return [SweepPoint(n, p) for n in nodes for p in per_node]
-
-
-def _one_and_powers_of_two(limit: int) -> list[int]:
-    counts, n = [], 1
-    while n <= limit:
-        counts.append(n)
-        n *= 2
-    return counts
-
-
-def default_points(machine: Machine) -> list[SweepPoint]:
-    """On each node 1 and the powers of two up to its GPUs (1 and 2 processes on a
-    CPU), on 1 and the powers of two up to the nodes the launcher can span."""
-    if machine.accelerator != "cuda" or machine.gpu_count < 1:
-        per_node = [1, 2]
-    else:
-        per_node = _one_and_powers_of_two(machine.gpu_count)
-    return grid(_one_and_powers_of_two(max(1, machine.max_nodes)), per_node)
 
 
 def default_repeats(machine: Machine) -> int:
@@ -124,7 +79,7 @@ class SweepPlan:
         bad = [p for p in self.points if not isinstance(p, SweepPoint)]
         if bad:  # a bare count would otherwise fail deep inside a launcher
             raise TypeError(f"SweepPlan.points holds SweepPoints, not {bad[0]!r} "
-                            "(on_one_node(counts) makes them)")
+                            "(launch.points.sweep_points makes them)")
 
 
 @dataclass
@@ -347,7 +302,7 @@ def sweep_new_run(launcher: Launcher, workload: WorkloadRef, points: list[SweepP
     runs nothing and is no error; one whose no point fits the machine raises
     NothingFitsError."""
     machine = launcher.machine()
-    chosen = points or default_points(machine)
+    chosen = points or sweep_points(machine)
     plan = SweepPlan(workload, chosen, list(workload_args), new_run_id(), timeout, force=force,
                      repeat=repeat or default_repeats(machine))
     result = sweep(launcher, plan, store, echo)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gpubench.bench import cluster as bench_cluster
-from gpubench.bench.machine import BenchRequest
+from gpubench.bench.plan import plan_cluster_bench
+from gpubench.bench.request import BenchRequest
 from gpubench.store.ledger import Ledger
 from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve_list
@@ -42,7 +43,7 @@ def request(**kw) -> BenchRequest:
 
 
 def test_the_plan_is_for_every_machine(cloud):
-    plan = bench_cluster.plan_cluster_bench(request(), [1, 2, 3])
+    plan = plan_cluster_bench(request(), [1, 2, 3])
     assert plan.size == 3 and plan.nodes == [1, 2, 3]
     assert plan.total_dollars == pytest.approx(3 * plan.estimate.dollars)
     said = plan.describe()
@@ -70,7 +71,7 @@ def test_every_member_goes_when_the_sweep_fails_or_is_interrupted(cloud, tmp_pat
 
     monkeypatch.setattr(bench_cluster, "_sweeps", sweeps)
     said: list[str] = []
-    plan = bench_cluster.plan_cluster_bench(request(), [1, 2])
+    plan = plan_cluster_bench(request(), [1, 2])
     with pytest.raises(raised):
         bench_cluster.bench_cluster(request(), plan, ResultsStore(tmp_path / "r"), said.append)
     assert_all_gone(cloud)

@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from gpubench.bench import machine as bench_mod
+from gpubench.bench import plan as bench_plan
+from gpubench.bench.request import BenchRequest
 from gpubench.cli import confirm
 from gpubench.lifecycle.budget import Estimate
 from gpubench.store.ledger import Ledger
@@ -91,16 +92,16 @@ def _host(oid: str, machine: int | None, price: float) -> Offer:
 
 def test_with_hosts_the_agreement_reaches_the_dearest_host_the_plan_named():
     offers = [_host("a", 1, 0.16), _host("b", 1, 0.18), _host("c", 2, 0.17), _host("d", 3, 0.40)]
-    plan = bench_mod.BenchPlan(None, offers, Estimate(1, 3600.0, 0.16), 2.0, None, hosts=2)
+    plan = bench_plan.BenchPlan(None, offers, Estimate(1, 3600.0, 0.16), 2.0, None, hosts=2)
     assert plan.highest_price == pytest.approx(0.17)
     assert "each at $0.16 to $0.17/h" in plan.describe()
-    req = bench_mod.BenchRequest("vast", 1, [], hosts=2)
-    consent = bench_mod.plan_consent(req, plan)
+    req = BenchRequest("vast", 1, [], hosts=2)
+    consent = bench_plan.plan_consent(req, plan)
     consent.check(offers[2])                              # the second host: agreed
     with pytest.raises(Exception, match="a higher price"):
         consent.check(offers[3])
-    one = bench_mod.BenchPlan(None, offers, Estimate(1, 3600.0, 0.16), 2.0, None)
+    one = bench_plan.BenchPlan(None, offers, Estimate(1, 3600.0, 0.16), 2.0, None)
     assert one.highest_price == 0.16 and "at $0.16/h:" in one.describe()
-    endless = bench_mod.BenchPlan(None, [_host("x", None, 1.0), _host("y", 5, 2.0)],
+    endless = bench_plan.BenchPlan(None, [_host("x", None, 1.0), _host("y", 5, 2.0)],
                                   Estimate(1, 3600.0, 1.0), 2.0, None, hosts=3)
     assert endless.highest_price == 1.0                   # a machine per launch: enough of them

@@ -8,6 +8,10 @@ import pytest
 
 from tests.helpers import mock_cloud
 from gpubench.bench import machine as bench_mod
+from gpubench.bench import teardown as bench_teardown
+from gpubench.bench.plan import BenchPlan
+from gpubench.bench.request import BenchRequest
+from gpubench.bench.teardown import TeardownError
 from gpubench.errors import GpubenchError
 from gpubench.store.ledger import Ledger
 from gpubench.providers.common import ProviderError, provider_name
@@ -106,9 +110,9 @@ def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, mo
         raise GpubenchError("the workload exploded")
 
     monkeypatch.setattr(gpubench.lifecycle.provision, "provision", provision_then_fail)
-    monkeypatch.setattr(bench_mod, "TERMINATE_DEADLINE_S", 0.3)
-    req = bench_mod.BenchRequest("lambda", 1, [], name="both")
-    with Ledger() as ledger, pytest.raises(bench_mod.TeardownError) as e:
+    monkeypatch.setattr(bench_teardown, "TERMINATE_DEADLINE_S", 0.3)
+    req = BenchRequest("lambda", 1, [], name="both")
+    with Ledger() as ledger, pytest.raises(TeardownError) as e:
         bench_mod.bench(req, ResultsStore(tmp_path), lambda line: None, ledger=ledger, provider=cloud)
     lines = str(e.value).splitlines()
     assert lines[0] == "the workload exploded"
@@ -162,7 +166,7 @@ def test_machines_started_at_once_get_disjoint_hosts_and_the_plan_counts_all_of_
     bench_hosts.check_enough([_offer("x", None)], 4, "lambda")     # every launch a machine of its own
     assert [o.offer_id for o in bench_hosts.same_type(offers + [_offer("f", 9, 0.5, "A100")],
                                                        offers[0])] == list("abcde")
-    plan = bench_mod.BenchPlan(None, offers, Estimate(2, 1800.0, 1.0), 1.0, None, hosts=3)
+    plan = BenchPlan(None, offers, Estimate(2, 1800.0, 1.0), 1.0, None, hosts=3)
     said = plan.describe()
     assert said.startswith("3 machines of 1x H100 SXM on distinct hosts, about $1.50 for all 3")
     assert "each stops itself after" in said

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpubench.bench.machine import BenchResult
+from gpubench.bench.request import BenchResult
 
 
 def test_all_ok_is_false_once_any_run_failed():

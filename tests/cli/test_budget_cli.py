@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers import mock_cloud
 from gpubench import paths
-from gpubench.bench.machine import BenchRequest, plan_bench
+from gpubench.bench.plan import plan_bench
+from gpubench.bench.request import BenchRequest
 from gpubench.lifecycle import budget
 from gpubench.store.ledger import Ledger
 from gpubench.providers import registry

@@ -109,7 +109,8 @@ def test_every_sort_is_in_the_help(cli):
 @pytest.mark.parametrize("typed,gpu", [("rtx4090", "RTX 4090"), ("4090", "RTX 4090"),
                                        ("H100-SXM5-80GB", "H100 SXM")])
 def test_provision_and_bench_read_gpu_types_as_offers_does(cloud, cli, typed, gpu):
-    from gpubench.bench.machine import BenchRequest, plan_bench
+    from gpubench.bench.plan import plan_bench
+    from gpubench.bench.request import BenchRequest
 
     code, out, err = cli("provision", "vast", "--gpus", "1", "--gpu-type", typed, "--dry-run")
     assert code == 0 and f"cheapest match: 1x {gpu} on vast" in out, err

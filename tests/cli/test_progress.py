@@ -14,8 +14,9 @@ from gpubench.cli.progress import Progress, clock_text, eta_seconds, spent_dolla
 from gpubench.sweep.events import RunEnded, RunStarted, RunStep, step_from_line
 from gpubench.launch.base import Launcher, Machine, RunOutcome
 from gpubench.store.results import ResultsStore
-from gpubench.sweep.run import SweepPlan, on_one_node, sweep
+from gpubench.sweep.run import SweepPlan, sweep
 from gpubench.workloads.metrics import parse_progress, progress_line
+from tests.helpers import one_node
 
 LINE = progress_line("measure", 20, 50, 2.0, 812.44, "samples/s", 87, 1.2e9)
 
@@ -170,7 +171,7 @@ class Stepping(Launcher):
 
 def test_the_sweep_says_each_runs_start_steps_and_end_as_events(tmp_path):
     said: list[str] = []
-    plan = SweepPlan(suite.WorkloadRef("w", Path("w.py"), True), on_one_node([1, 2]), [], "r1", 60,
+    plan = SweepPlan(suite.WorkloadRef("w", Path("w.py"), True), one_node([1, 2]), [], "r1", 60,
                      repeat=2)
     sweep(Stepping(), plan, ResultsStore(tmp_path), said.append)
     starts = [s for s in said if isinstance(s, RunStarted)]

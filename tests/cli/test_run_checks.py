@@ -8,9 +8,10 @@ import pytest
 
 from gpubench.launch import factory
 from gpubench.store.results import ResultsStore
-from gpubench.sweep.run import sweep, SweepPlan, on_one_node
+from gpubench.sweep.run import sweep, SweepPlan
 from gpubench.suite import resolve
 from tests.sweep.test_decisions import Fake
+from tests.helpers import one_node
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ def test_bench_checks_before_renting(cli, tmp_path, monkeypatch):
 
 def test_logs_shows_each_runs_output(cli, tmp_path):
     store = ResultsStore(tmp_path)
-    plan = SweepPlan(resolve("mnist-ddp"), on_one_node([1, 2]), [], "20260101-000000-abcdef", 60,
+    plan = SweepPlan(resolve("mnist-ddp"), one_node([1, 2]), [], "20260101-000000-abcdef", 60,
                      repeat=2)
     sweep(Fake(), plan, store, lambda _: None)
     code, out, _ = cli("logs", "20260101", "2", "--results", str(tmp_path))

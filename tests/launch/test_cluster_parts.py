@@ -11,7 +11,7 @@ import pytest
 
 from gpubench.onhost import cluster_probe
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint as P
-from gpubench.launch.cluster import ClusterError, node_points
+
 from gpubench.launch.cluster_torchrun import (FROM_MACHINE, FROM_ROUTE, NodeFacts, Rendezvous,
                                               comm_settings, endpoint_for, torchrun_command)
 from gpubench.store.ledger import Ledger
@@ -85,21 +85,6 @@ def test_a_member_says_its_route_and_that_it_has_no_interconnect_tools():
     assert cluster_probe.tool_output(["/nonexistent/ibstat"]) is None
     facts = NodeFacts.from_probe(found)
     assert facts.interface == "lo" and isinstance(facts.comm_env, dict)
-
-
-# ---------------------------------------------------------------------- points
-MACHINE = Machine("lambda", "gpu_8x_a100", "A100", 8, 10.0, "cuda", max_nodes=4)
-
-
-def test_a_cluster_sweep_defaults_to_whole_nodes_at_each_node_count():
-    assert node_points(MACHINE, "c", None, None) == [P(1, 8), P(2, 8), P(4, 8)]
-    assert node_points(Machine("m", "t", "A", 2, 1.0, "cuda", max_nodes=3), "c", None, None) == [
-        P(1, 2), P(2, 2), P(3, 2)]
-    assert node_points(MACHINE, "c", [1, 2], [1, 8]) == [P(1, 1), P(1, 8), P(2, 1), P(2, 8)]
-    with pytest.raises(ClusterError, match="^--nodes 5: cluster c has 4 nodes$"):
-        node_points(MACHINE, "c", [1, 5], None)
-    with pytest.raises(ClusterError, match="^--gpus 16: the nodes of cluster c have 8 GPUs each$"):
-        node_points(MACHINE, "c", [1], [16])
 
 
 def test_members_that_differ_in_gpus_are_told_apart():

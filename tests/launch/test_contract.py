@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpubench.launch import factory
+from gpubench.launch.schemes import Scheme
 from gpubench.launch.base import Launcher, Machine, SweepPoint
 from gpubench.launch.factory import LaunchOptions, open_launcher
 from gpubench.launch.local import LocalLauncher
@@ -107,7 +108,7 @@ def test_bad_on_values_are_one_line_errors(tmp_path):
 
 def test_a_scheme_goes_to_its_registered_module_and_nothing_else_does(monkeypatch, connected,
                                                                       tmp_path):
-    monkeypatch.setitem(factory.SCHEMES, "fake2", "tests.launch.two_node_fake")
+    monkeypatch.setitem(factory.SCHEMES, "fake2", Scheme("fake2", "tests.launch.two_node_fake"))
     assert type(open_launcher("fake2:x")).__name__ == "TwoNodeLauncher"
     key = tmp_path / "k"
     key.write_text("x")

@@ -7,11 +7,13 @@ from __future__ import annotations
 import pytest
 
 from gpubench.launch import factory
+from gpubench.launch.schemes import Scheme
 from gpubench.launch.base import SweepPoint as P
 from gpubench.launch.factory import LaunchOptions, open_launcher
 from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve
-from gpubench.sweep.run import SweepPlan, default_points, sweep
+from gpubench.launch.points import sweep_points
+from gpubench.sweep.run import SweepPlan, sweep
 from tests.launch.two_node_fake import TwoNodeLauncher
 
 FOUR = [P(1, 1), P(1, 2), P(2, 1), P(2, 2)]
@@ -19,7 +21,7 @@ FOUR = [P(1, 1), P(1, 2), P(2, 1), P(2, 2)]
 
 @pytest.fixture
 def fake2(monkeypatch):
-    monkeypatch.setitem(factory.SCHEMES, "fake2", "tests.launch.two_node_fake")
+    monkeypatch.setitem(factory.SCHEMES, "fake2", Scheme("fake2", "tests.launch.two_node_fake"))
 
 
 def _plan(points, run_id: str = "r1") -> SweepPlan:
@@ -31,7 +33,7 @@ def test_the_factory_opens_a_registered_launcher_and_the_sweep_spans_its_nodes(f
     lines: list[str] = []
     with open_launcher("fake2:pair", LaunchOptions(echo=lines.append)) as launcher:
         assert isinstance(launcher, TwoNodeLauncher) and launcher.name == "pair"
-        points = default_points(launcher.machine())
+        points = sweep_points(launcher.machine())
         assert points == FOUR
         result = sweep(launcher, _plan([*points, P(4, 1), P(1, 4)]), store, lines.append)
     assert launcher.closed and launcher.prepared == ["mnist-ddp"]

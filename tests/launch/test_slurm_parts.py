@@ -12,15 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.launch.base import Machine
-from gpubench.launch.base import SweepPoint as P
 from gpubench.launch.slurm import script, states
 from gpubench.launch.slurm.commands import Result
 from gpubench.launch.slurm.errors import PendingTimeoutError, SlurmError, SlurmUsageError
 from gpubench.launch.slurm.follow import Follower
 from gpubench.launch.slurm.login import login_target
 from gpubench.launch.slurm.options import SlurmOptions
-from gpubench.launch.slurm.plan import node_points
 from gpubench.launch.slurm.states import JobState
 from gpubench.remote.errors import BadTargetError
 
@@ -176,20 +173,6 @@ def test_the_login_node_spec(tmp_path, monkeypatch):
     monkeypatch.setattr("pathlib.Path.home", lambda: tmp_path / "nohome")
     with pytest.raises(BadTargetError, match="no SSH key found; give one with --key FILE"):
         login_target("elsewhere", None, tmp_path / "none")
-
-
-def test_a_node_sweep_runs_whole_nodes_as_far_as_the_partition_goes():
-    four = Machine("slurm", "login:booster (4x a100 nodes)", "a100", 4, None, "cuda", max_nodes=16)
-    assert node_points(four, None, None) == [P(1, 4), P(2, 4)]
-    assert node_points(four, [1, 2, 4], [1, 4]) == [P(1, 1), P(1, 4), P(2, 1), P(2, 4), P(4, 1), P(4, 4)]
-    one = Machine("slurm", "login:tiny (1x gpu nodes)", "gpu", 1, None, "cuda", max_nodes=1)
-    assert node_points(one, None, None) == [P(1, 1)]
-    with pytest.raises(SlurmUsageError, match="--nodes 32: login:booster \\(4x a100 nodes\\) has 16 nodes"):
-        node_points(four, [1, 32], None)
-    with pytest.raises(SlurmUsageError, match="--gpus-per-node 8: .* has 4 per node"):
-        node_points(four, None, [8])
-    cpus = Machine("slurm", "login:cpu (64-cpu nodes)", "cpu", 0, None, "cpu", max_nodes=4)
-    assert node_points(cpus, [1], [16]) == [P(1, 16)]
 
 
 # ---------------------------------------------------------------------- following

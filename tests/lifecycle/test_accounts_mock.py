@@ -160,6 +160,7 @@ def test_a_row_an_older_gpubench_wrote_off_is_reached_and_taken_down(cloud, cli)
 
 def test_a_launch_whose_answer_was_lost_is_settled_at_once(cloud, cli, tmp_path):
     from gpubench.bench import machine as bench_mod
+    from gpubench.bench.request import BenchRequest
     from gpubench.store.results import ResultsStore
 
     prov = registry.get("runpod")
@@ -172,7 +173,7 @@ def test_a_launch_whose_answer_was_lost_is_settled_at_once(cloud, cli, tmp_path)
             raise TransportError("runpod", "POST /v2/pods", "502 Bad Gateway")
 
     said = []
-    req = bench_mod.BenchRequest("runpod", 1, [], name="lost")
+    req = BenchRequest("runpod", 1, [], name="lost")
     started = time.monotonic()
     with Ledger() as ledger, pytest.raises(Exception, match="the launch may have happened"):
         bench_mod.bench(req, ResultsStore(tmp_path), said.append, ledger=ledger, provider=AnswerLost())

@@ -27,12 +27,6 @@ def test_a_plan_is_setup_plus_its_runs_each_within_its_timeout():
     assert "1 run(s), about 10 min expected, about $0.35 at $2.00/h" == short.describe()
 
 
-def test_the_counts_a_bench_sweeps():
-    assert budget.sweep_counts(8, None) == [1, 2, 4, 8]
-    assert budget.sweep_counts(1, None) == [1]
-    assert budget.sweep_counts(2, [1, 4]) == [1]                  # 4 does not fit: skipped
-
-
 def test_the_default_deadline_is_a_margin_past_the_plan_and_never_past_the_budget():
     plan = Estimate(4, 3600.0, 2.0)
     assert plan.default_max_hours() == pytest.approx(1.5)        # 1 h + the larger of 30 min, 50 %

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from gpubench.lifecycle.cluster_provision import ClusterError, ClusterRequest, connect_and_place, provision_cluster
+from gpubench.lifecycle.cluster_placement import ClusterRequest, connect_and_place
+from gpubench.lifecycle.cluster_provision import ClusterError, provision_cluster
 from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.provision import Deadlines, ProvisionRequest
 from gpubench.mock import netns

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpubench.lifecycle.cluster_provision import ClusterError, PlacementError
+from gpubench.lifecycle.cluster_placement import PlacementError
+from gpubench.lifecycle.cluster_provision import ClusterError
 from gpubench.lifecycle.down import DownRequest, plan_down, take_down
 from gpubench.store.ledger import Ledger
 from gpubench.remote.cluster import PRIVATE

@@ -10,10 +10,9 @@ import json
 
 import pytest
 
-from gpubench.lifecycle.cluster_provision import (CLUSTER_PORTS, ClusterError, ClusterRequest,
-                                                  PlacementError, choose_placement, connect_and_place,
-                                                  member_name, network_line, placements,
-                                                  provision_cluster)
+from gpubench.lifecycle.cluster_placement import (ClusterRequest, PlacementError, choose_placement,
+                                                  connect_and_place, member_name, placements)
+from gpubench.lifecycle.cluster_provision import CLUSTER_PORTS, ClusterError, network_line, provision_cluster
 from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.provision import Deadlines, ProvisionRequest
 from gpubench.providers.common import Offer

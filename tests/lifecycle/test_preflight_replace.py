@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import gpubench.lifecycle.provision as provision_mod
+from gpubench.lifecycle import boot
 from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.preflight import Check, Expectation, GateReport, PreflightError, PreflightPythonError
 from gpubench.lifecycle.provision import (Deadlines, NoOfferError, ProvisionError, ProvisionRequest, plan,
@@ -105,7 +105,7 @@ def _report(ok: bool, check: str = "throttle") -> GateReport:
 
 @pytest.fixture
 def no_ssh(monkeypatch):
-    monkeypatch.setattr(provision_mod, "probe", lambda *a, **kw: None)
+    monkeypatch.setattr(boot, "probe", lambda *a, **kw: None)
 
 
 def _run(cloud, ledger, gate, attempts=3):

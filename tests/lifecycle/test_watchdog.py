@@ -14,7 +14,7 @@ import time
 import pytest
 
 from gpubench.errors import UsageError
-from gpubench.lifecycle import fleet, provision as provisioning, watchdog
+from gpubench.lifecycle import boot, fleet, provision as provisioning, watchdog
 from gpubench.store.ledger import Ledger
 from gpubench.lifecycle.provision import ProvisionRequest
 from gpubench.store.status import LedgerStatus
@@ -60,26 +60,45 @@ def test_the_machine_variables_come_from_the_process_then_the_container(remote, 
     assert remote.machine_variable("NOT_THERE") is None
 
 
-@pytest.mark.parametrize("provider,url,body", [
-    ("runpod", "https://api.runpod.io/v2/pods/abc", None),
-    ("vast", "https://console.vast.ai/api/v0/instances/abc/", b"{}"),
+def _handed_over(remote, provider: str):
+    """The self-removal the machine's script has once gpubench started it for `provider`:
+    the registry's, through the script's command line."""
+    args = remote.parser().parse_args(["start", "--seconds", "1", "--provider", provider,
+                                       *watchdog.removal_arguments(watchdog.self_removal(provider))])
+    return remote.removal_of(args)
+
+
+@pytest.mark.parametrize("provider,url,body,variables", [
+    ("runpod", "https://api.runpod.io/v2/pods/abc", None, ("RUNPOD_POD_ID", "RUNPOD_API_KEY")),
+    ("vast", "https://console.vast.ai/api/v0/instances/abc/", b"{}", ("CONTAINER_ID", "CONTAINER_API_KEY")),
 ])
-def test_the_documented_self_removal_call(remote, provider, url, body):
+def test_the_documented_self_removal_call(remote, provider, url, body, variables):
     endpoint = {"runpod": "https://api.runpod.io/", "vast": "https://console.vast.ai"}[provider]
-    request = remote.self_removal_request(provider, endpoint, "abc", "machine-key")
+    removal = _handed_over(remote, provider)
+    assert (removal["id_var"], removal["key_var"]) == variables
+    request = remote.self_removal_request(removal, endpoint, "abc", "machine-key")
     assert (request.get_method(), request.full_url, request.data) == ("DELETE", url, body)
     assert request.get_header("Authorization") == "Bearer machine-key"
+    assert watchdog.how_it_stops(provider) == "self-removal" == remote.how(removal)
+
+
+def test_a_lambda_machine_is_handed_no_self_removal(remote):
+    assert _handed_over(remote, "lambda") is None and watchdog.self_removal("mem") is None
+    assert watchdog.how_it_stops("lambda") == "shutdown -h" == remote.how(None)
+    assert "--id-var" not in watchdog.install_command(60, "lambda", "", 1.0)
+    assert "--id-var RUNPOD_POD_ID" in watchdog.install_command(60, "runpod", "https://x", 1.0)
 
 
 def test_without_its_id_and_key_a_machine_halts_after_a_few_tries(remote, monkeypatch):
     halted: list[bool] = []
     monkeypatch.setattr(remote, "halt", lambda: (halted.append(True) or True, "halted"))
     monkeypatch.setattr(remote, "machine_variable", lambda name: None)
+    vast = _handed_over(remote, "vast")
     for tries in range(remote.SELF_REMOVAL_TRIES - 1):
-        assert remote.stop("vast", "http://x", tries) is False and not halted
-    assert remote.stop("vast", "http://x", remote.SELF_REMOVAL_TRIES - 1) is True and halted
+        assert remote.stop("vast", "http://x", vast, tries) is False and not halted
+    assert remote.stop("vast", "http://x", vast, remote.SELF_REMOVAL_TRIES - 1) is True and halted
     halted.clear()
-    assert remote.stop("lambda", "", 0) is True and halted      # Lambda: nothing to call
+    assert remote.stop("lambda", "", None, 0) is True and halted      # Lambda: nothing to call
 
 
 def test_max_hours_must_be_positive():
@@ -117,7 +136,7 @@ def test_an_old_ledger_gains_the_deadline_columns(tmp_path):
 # -- provisioning and the ledger's side ------------------------------------------
 
 def _provision(monkeypatch, cloud: Cloud, ledger: Ledger, max_hours, install):
-    monkeypatch.setattr(provisioning, "probe", lambda *a, **k: None)
+    monkeypatch.setattr(boot, "probe", lambda *a, **k: None)
     monkeypatch.setattr(provisioning.watchdog, "install", install)
     monkeypatch.setattr(provisioning, "sync_ssh_config", lambda ledger: None)
 
@@ -126,7 +145,7 @@ def _provision(monkeypatch, cloud: Cloud, ledger: Ledger, max_hours, install):
         inst.status, inst.ssh_host, inst.ssh_port = InstanceState.RUNNING, "127.0.0.1", 22
         return inst
 
-    monkeypatch.setattr(provisioning, "_wait_running", running)
+    monkeypatch.setattr(provisioning, "wait_running", running)
     said: list[str] = []
     req = ProvisionRequest("mem", 1, name="w", max_hours=max_hours).validate()
     outcome = provisioning.provision(cloud, req, [Offer("mem", "o1", "H100", 1, 2.0)], ledger,

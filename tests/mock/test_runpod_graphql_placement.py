@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from gpubench.mock.runpod_api import NO_CAPACITY
+from gpubench.mock.runpod_pods import NO_CAPACITY
 
 FIXTURE = json.loads((Path(__file__).parents[1] / "fixtures/runpod/sdk_deploy_mutation.json").read_text())
 SDK_MUTATION = FIXTURE["mutation"]

@@ -12,9 +12,10 @@ from gpubench.launch import gpu_sampling
 from gpubench.launch.base import SweepPoint
 from gpubench.launch.local import LocalLauncher
 from gpubench.store.results import ResultsStore, new_run_id
-from gpubench.sweep.run import SweepPlan, on_one_node, sweep
+from gpubench.sweep.run import SweepPlan, sweep
 from tests.remote.conftest import make_sshd
 from tests.remote.helpers import open_session, tiny_script
+from tests.helpers import one_node
 
 # nvidia-smi's query loop: one CSV line per GPU named by -i, every -lms milliseconds,
 # until it is stopped; the name query (the environment check) gets one GPU name.
@@ -79,7 +80,7 @@ def test_a_local_script_is_sampled_from_outside(tmp_path, fake_nvidia_smi, monke
     monkeypatch.setenv("PATH", f"{fake_nvidia_smi}:{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     script = tiny_script(tmp_path, name="tiny_sampled.py")
-    plan = SweepPlan(suite.resolve(str(script)), on_one_node([1]), ["--sleep", "1"], new_run_id(), 120)
+    plan = SweepPlan(suite.resolve(str(script)), one_node([1]), ["--sleep", "1"], new_run_id(), 120)
     result = sweep(LocalLauncher(gpus=["NVIDIA Stand-in 80GB"]), plan, ResultsStore(tmp_path),
                    lambda _: None)
     (record,) = result.records

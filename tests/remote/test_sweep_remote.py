@@ -10,8 +10,9 @@ from gpubench import suite
 from gpubench.launch.base import SweepPoint
 from gpubench.remote.errors import ConnectionLostError
 from gpubench.store.results import ResultsStore
-from gpubench.sweep.run import SweepPlan, on_one_node, sweep
+from gpubench.sweep.run import SweepPlan, sweep
 from tests.remote.helpers import cli_args, open_session, tiny_script
+from tests.helpers import one_node
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +61,7 @@ def test_failed_run_is_recorded_and_the_sweep_goes_on(sshd, tmp_path, cli, remot
 
 
 def _plan(script: Path, counts, args=()) -> SweepPlan:
-    return SweepPlan(suite.resolve(str(script)), on_one_node(counts), list(args), "run-test", 120)
+    return SweepPlan(suite.resolve(str(script)), one_node(counts), list(args), "run-test", 120)
 
 
 def _cut_when(sshd, marker: str, lines: list[str]):

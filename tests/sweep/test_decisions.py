@@ -11,7 +11,8 @@ from gpubench import suite
 from gpubench.launch.base import FileChanges, Launcher, Machine, RunOutcome
 from gpubench.launch.failures import Failure
 from gpubench.store.results import ResultsStore
-from gpubench.sweep.run import SweepPlan, default_repeats, on_one_node, sweep
+from gpubench.sweep.run import SweepPlan, default_repeats, sweep
+from tests.helpers import one_node
 
 GPU_BOX = Machine("ssh", "box: 4x H100", "H100", 4, 8.0, "cuda")
 CPU_BOX = Machine("local", "local-cpu-2c", "cpu", 0, 0.0, "cpu")
@@ -47,7 +48,7 @@ class Fake(Launcher):
 
 
 def _plan(ref, counts, repeat=1, run_id="r1") -> SweepPlan:
-    return SweepPlan(ref, on_one_node(counts), [], run_id, 60, repeat=repeat)
+    return SweepPlan(ref, one_node(counts), [], run_id, 60, repeat=repeat)
 
 
 SUITE_REF = suite.WorkloadRef("w", Path("w.py"), True)

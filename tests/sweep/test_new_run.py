@@ -10,7 +10,8 @@ import pytest
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.store.results import ResultsStore
 from gpubench.suite import WorkloadRef
-from gpubench.sweep.run import NothingFitsError, SweepResult, on_one_node, sweep_new_run
+from gpubench.sweep.run import NothingFitsError, SweepResult, sweep_new_run
+from tests.helpers import one_node
 
 FOUR_GPUS = Machine("ssh", "box: 4x H100", "H100", 4, 8.0, "cuda")
 WORKLOAD = WorkloadRef("w", Path("w.py"), True)
@@ -45,7 +46,7 @@ def test_no_points_means_the_machines_default_points(tmp_path):
     launcher = CountingLauncher()
     plan, result = sweep_new_run(launcher, WORKLOAD, None, ["--steps", "3"], ResultsStore(tmp_path),
                                  lambda _: None)
-    assert launcher.ran == on_one_node([1, 2, 4]) == plan.points
+    assert launcher.ran == one_node([1, 2, 4]) == plan.points
     assert [r["gpu_count"] for r in result.records] == [1, 2, 4] and result.all_ok
     assert plan.workload_args == ["--steps", "3"] and plan.run_id
     assert (tmp_path / f"{plan.run_id}.jsonl").is_file()
@@ -53,20 +54,20 @@ def test_no_points_means_the_machines_default_points(tmp_path):
 
 def test_each_call_is_a_new_run_that_skips_what_is_recorded(tmp_path):
     store = ResultsStore(tmp_path)
-    first, _ = sweep_new_run(CountingLauncher(), WORKLOAD, on_one_node([1, 2]), [], store, lambda _: None)
+    first, _ = sweep_new_run(CountingLauncher(), WORKLOAD, one_node([1, 2]), [], store, lambda _: None)
     again = CountingLauncher()
-    second, result = sweep_new_run(again, WORKLOAD, on_one_node([1, 2]), [], store, lambda _: None)
+    second, result = sweep_new_run(again, WORKLOAD, one_node([1, 2]), [], store, lambda _: None)
     assert second.run_id != first.run_id
-    assert again.ran == [] and result.records == [] and sorted(result.skipped) == on_one_node([1, 2])
+    assert again.ran == [] and result.records == [] and sorted(result.skipped) == one_node([1, 2])
     forced = CountingLauncher()
-    _, result = sweep_new_run(forced, WORKLOAD, on_one_node([1]), [], store, lambda _: None, force=True)
-    assert forced.ran == on_one_node([1]) and len(result.records) == 1
+    _, result = sweep_new_run(forced, WORKLOAD, one_node([1]), [], store, lambda _: None, force=True)
+    assert forced.ran == one_node([1]) and len(result.records) == 1
 
 
 def test_no_point_that_fits_is_an_error(tmp_path):
     lines: list[str] = []
     with pytest.raises(NothingFitsError) as e:
-        sweep_new_run(CountingLauncher(), WORKLOAD, on_one_node([8, 16]), [], ResultsStore(tmp_path),
+        sweep_new_run(CountingLauncher(), WORKLOAD, one_node([8, 16]), [], ResultsStore(tmp_path),
                       lines.append, timeout=60)
     assert str(e.value) == "no GPU count of the sweep fits this machine" and e.value.exit_code == 1
     assert lines == ["skipping 8 GPUs: box: 4x H100 has 4", "skipping 16 GPUs: box: 4x H100 has 4"]
@@ -74,7 +75,7 @@ def test_no_point_that_fits_is_an_error(tmp_path):
 
 
 def test_a_failed_run_is_recorded_and_not_all_ok(tmp_path):
-    _, result = sweep_new_run(CountingLauncher(fail_at=2), WORKLOAD, on_one_node([1, 2]), [],
+    _, result = sweep_new_run(CountingLauncher(fail_at=2), WORKLOAD, one_node([1, 2]), [],
                               ResultsStore(tmp_path), lambda _: None)
     assert [r["status"] for r in result.records] == ["ok", "failed"] and not result.all_ok
     assert SweepResult().all_ok  # nothing ran: nothing failed

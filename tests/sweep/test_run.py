@@ -1,48 +1,24 @@
-"""The sweep's plan: the points --gpus and the defaults give, the ones a machine cannot
-hold and why, the point a record was made at; and which points a sweep skips as
-already recorded: same workload, provider, instance type, GPU, workload arguments
+"""The sweep's plan: the points a machine cannot hold and why, the point a record
+was made at; and which points a sweep skips as already recorded: same workload, provider, instance type, GPU, workload arguments
 and point, with an ok record."""
 
 from pathlib import Path
 
 import pytest
 
-from gpubench.errors import UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.store.results import ResultsStore
 from gpubench.suite import WorkloadRef, resolve
-from gpubench.sweep.run import (SweepPlan, default_points, grid, misfit, on_one_node, parse_counts,
-                            point_of, sweep)
+from gpubench.sweep.run import SweepPlan, misfit, point_of, sweep
+from tests.helpers import one_node
 
 P = SweepPoint
 H100x4 = Machine("lambda", "gpu_4x_h100", "H100", 4, 8.0)
 MACHINE = Machine("ssh", "box: 4x H100", "H100", 4, 8.0, "cuda")
 
 
-def test_default_points_on_one_machine_are_the_old_counts():
-    cpu = Machine("local", "cpu", "cpu", 0, 0.0, "cpu")
-    assert default_points(cpu) == [P(1, 1), P(1, 2)]
-    assert default_points(Machine("x", "t", "H100", 8, 1.0)) == on_one_node([1, 2, 4, 8])
-    assert default_points(Machine("x", "t", "H100", 6, 1.0)) == on_one_node([1, 2, 4])
-
-
-def test_default_points_across_nodes_cover_every_node_and_per_node_count():
-    two = Machine("x", "t", "H100", 2, 1.0, max_nodes=2)
-    assert default_points(two) == [P(1, 1), P(1, 2), P(2, 1), P(2, 2)]
-    five = Machine("x", "t", "H100", 1, 1.0, max_nodes=5)
-    assert [p.nodes for p in default_points(five)] == [1, 2, 4]
-
-
-def test_gpus_flag_is_counts_on_one_node():
-    assert parse_counts("1, 2,2,4") == [1, 2, 4]
-    assert on_one_node(parse_counts("1,2,4")) == [P(1, 1), P(1, 2), P(1, 4)]
-    assert grid([1, 2], [1, 2]) == [P(1, 1), P(1, 2), P(2, 1), P(2, 2)]
-    with pytest.raises(UsageError, match="not a whole number"):
-        parse_counts("1,x")
-
-
 def test_a_plan_holds_points_not_counts():
-    with pytest.raises(TypeError, match="on_one_node"):
+    with pytest.raises(TypeError, match="sweep_points"):
         SweepPlan(resolve("mnist-ddp"), [1, 2])
 
 
@@ -92,7 +68,7 @@ class FakeLauncher(Launcher):
 
 
 def _plan(counts, args=(), force=False) -> SweepPlan:
-    return SweepPlan(WorkloadRef("w", Path("w.py"), True), on_one_node(counts), list(args), "r1", 60,
+    return SweepPlan(WorkloadRef("w", Path("w.py"), True), one_node(counts), list(args), "r1", 60,
                      force=force)
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers import one_node
 
 ROOT = Path(__file__).resolve().parents[2]
 for folder in (ROOT / "workloads", ROOT / "benchmarks"):
@@ -32,11 +33,11 @@ def sweep(tmp_path):
     """Run a suite workload at 1 and 2 gloo processes on the CPU; return its records."""
     from gpubench import suite
     from gpubench.store.results import ResultsStore, new_run_id
-    from gpubench.sweep.run import SweepPlan, on_one_node, run_sweep
+    from gpubench.sweep.run import SweepPlan, run_sweep
 
     def run(name: str, args: list[str], counts=(1, 2), expect: str = "ok") -> list[dict]:
         lines: list[str] = []
-        plan = SweepPlan(suite.resolve(name), on_one_node(counts), ["--warmup", "1", *args],
+        plan = SweepPlan(suite.resolve(name), one_node(counts), ["--warmup", "1", *args],
                          new_run_id(), timeout=120)
         (tmp_path / "results").mkdir(exist_ok=True)
         store = ResultsStore.for_writing(tmp_path / "results")

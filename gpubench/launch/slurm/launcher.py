@@ -19,7 +19,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from gpubench.launch.base import (Launcher, LineSink, Machine, RunOutcome, SweepPoint, record_args)
+from gpubench.launch.base import Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args
 from gpubench.launch.failures import RunFacts, explain
 from gpubench.launch.slurm import script as scripts
 from gpubench.launch.slurm import states
@@ -32,6 +32,7 @@ from gpubench.launch.slurm.states import JobState, Partition
 from gpubench.suite import WorkloadRef, workloads_dir
 
 PROVIDER = "slurm"
+DEFAULT_NODES = (1, 2)  # a sweep's node counts unless --nodes says otherwise
 ERROR_TAIL_LINES = 5
 SLURM_SAYS = ("srun: ", "slurmstepd: ")  # Slurm's lines in a job's error file, not the workload's
 SUITE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -60,13 +61,21 @@ class SlurmLauncher(Launcher):
         p = self.partition
         itype = f"{self.cluster}:{p.name}"
         if p.gpus_per_node == 0:
-            return Machine(PROVIDER, f"{itype} ({p.cpus_per_node}-cpu nodes)", "cpu", 0, None, "cpu",
-                           max_nodes=p.nodes)
+            itype = f"{itype} ({p.cpus_per_node}-cpu nodes)"
+            return Machine(PROVIDER, itype, "cpu", 0, None, "cpu", max_nodes=p.nodes,
+                           span=self._span(itype))
         gpu = p.gpu_type or "gpu"
         price = (self.options.price_per_gpu_hour * p.gpus_per_node
                  if self.options.price_per_gpu_hour is not None else None)
-        return Machine(PROVIDER, f"{itype} ({p.gpus_per_node}x {gpu} nodes)", gpu, p.gpus_per_node,
-                       price, "cuda", max_nodes=p.nodes)
+        itype = f"{itype} ({p.gpus_per_node}x {gpu} nodes)"
+        return Machine(PROVIDER, itype, gpu, p.gpus_per_node, price, "cuda", max_nodes=p.nodes,
+                       span=self._span(itype))
+
+    @staticmethod
+    def _span(itype: str) -> NodeSpan:
+        """Whole nodes, by default 1 and 2 of them: a sweep to the partition's every
+        node would queue for ever on a busy cluster."""
+        return NodeSpan(itype, default_nodes=DEFAULT_NODES)
 
     def prepare(self, workload: WorkloadRef) -> None:
         """Put the suite (or the user's project) on the cluster's filesystem once."""
@@ -113,6 +122,14 @@ class SlurmLauncher(Launcher):
                              job_dir or f"{self.base}/slurm/dry-run-{_point_tag(workload, point)}")
         return spec, scripts.render(spec, self.options)
 
+
+    def dry_run(self, workload: WorkloadRef, points: list[SweepPoint], workload_args: list[str]) -> str:
+        """The script of every point, as it would be submitted (--dry-run); nothing is."""
+        parts = []
+        for point in points:
+            spec, text = self.script(workload, point, workload_args)
+            parts.append(f"# ---- {point.describe()}: would be submitted as sbatch {spec.script_path}\n{text}")
+        return "\n".join(parts) + "# --dry-run: nothing was submitted\n"
     def check(self) -> None:
         """Ask Slurm whether it would take a job of this sweep (one node), submitting
         nothing: an unknown partition, account, QOS or reservation is refused here,

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench.launch.schemes import LauncherFlag
 from gpubench.launch.slurm.errors import SlurmUsageError
 
 TORCHRUN = "torchrun"  # one task per node: srun torchrun --nnodes ... --rdzv_backend c10d
@@ -48,6 +49,42 @@ class SlurmOptions:
 
     def __post_init__(self) -> None:
         check(self)
+
+
+# `gpubench run`'s Slurm flags (launch/schemes.py): one per field a user sets.
+FLAGS = (
+    LauncherFlag("partition", "--partition", str, None, "Slurm partition [default: the cluster's]."),
+    LauncherFlag("account", "--account", str, None, "Slurm account the jobs are charged to."),
+    LauncherFlag("reservation", "--reservation", str, None, "Slurm reservation."),
+    LauncherFlag("qos", "--qos", str, None, "Slurm quality of service."),
+    LauncherFlag("time", "--time", str, None, "Each job's time limit, HH:MM:SS [default: the partition's]."),
+    LauncherFlag("constraint", "--constraint", str, None, "Slurm node features, e.g. a100."),
+    LauncherFlag("sbatch_args", "--sbatch-arg", list, None,
+                 "One more #SBATCH option, e.g. --sbatch-arg=--exclusive (repeatable)."),
+    LauncherFlag("gpu_flag", "--gpu-flag", str, GRES,
+                 "How jobs ask for GPUs: gres (--gres=gpu:N) or gpus-per-node (--gpus-per-node=N), "
+                 "whichever the cluster takes."),
+    LauncherFlag("cpus_per_gpu", "--cpus-per-gpu", int, None,
+                 "CPU cores per GPU (sets --cpus-per-task) [default: the cluster's]."),
+    LauncherFlag("mem", "--mem", str, None,
+                 "Memory per node, as sbatch takes it: 64G, 0 for all [default: the cluster's]."),
+    LauncherFlag("launch", "--launch", str, TORCHRUN,
+                 "torchrun (one task per node running torchrun) or srun (one task per GPU, ranks from Slurm)."),
+    LauncherFlag("price_per_gpu_hour", "--price-per-gpu-hour", float, None,
+                 "$ per GPU-hour, to show cost in money [default: cost in GPU-hours and core-hours only]."),
+    LauncherFlag("pending_timeout", "--pending-timeout", float, DEFAULT_PENDING_TIMEOUT_S,
+                 "Seconds a job may wait in the queue before it is cancelled.", min=1),
+)
+
+
+def options_from(given: dict, price: float | None, results_dir: Path | None) -> SlurmOptions:
+    """The options of a Slurm sweep from the flags the user gave; each job's script
+    and output are kept under the results directory (none on a dry run)."""
+    if price is not None:
+        raise SlurmUsageError("--price is a machine's $/h; on Slurm give --price-per-gpu-hour")
+    values = dict(given)
+    values["sbatch_args"] = tuple(values.get("sbatch_args") or ())
+    return SlurmOptions(**values, keep_dir=results_dir / "slurm" if results_dir else None)
 
 
 def check(options: SlurmOptions) -> None:
