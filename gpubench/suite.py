@@ -2,8 +2,10 @@
 lives, and what it measures. A workload's identity is a `WorkloadRef` that
 flows through the sweep, so a user's own script runs the same way.
 
-A user's script is known by its resolved path (however it was called) and by
-the hash of its contents (and of its --workdir): an edited script is another
+A user's script is known by its resolved path (however it was called), by
+the hash of its contents (and of its --workdir), and by the environment
+variables set for it that change what it does (ACCELERATE_MIXED_PRECISION,
+NCCL_*, ...): an edited script, or one run under other settings, is another
 workload version, measured again. A suite workload's arguments are checked
 here, without torch, before anything is launched or rented."""
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.errors import UnknownWorkloadError, UsageError
+from gpubench.onhost import workdir_guard
 
 
 @dataclass(frozen=True)
@@ -156,18 +159,38 @@ def check_args(ref: WorkloadRef, workload_args: list[str]) -> None:
 SKIPPED_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules",
                 ".gpubench-left-behind"}
 HASHED_BYTES = 16 * 2**20  # larger files (data sets) count by size and modification time
+# The environment variables that change what a script does (its precision, its
+# launcher's settings, its collectives, its threads, the GPUs it sees): the
+# launchers pass gpubench's own environment on to the script's processes.
+SCRIPT_ENV_PREFIXES = ("ACCELERATE_", "LIGHTNING_", "PL_", "NCCL_", "TORCH_")
+SCRIPT_ENV_NAMES = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 
 
 def script_identity(ref: WorkloadRef) -> dict:
     """What a user's script is, as the records keep it and reruns are matched on:
-    its resolved path and the SHA-256 of its contents (and of --workdir's files).
-    Empty for a suite workload, which is known by its name."""
+    its resolved path, the SHA-256 of its contents (and of --workdir's files, less
+    gpubench's own output), and the settings of script_env. Empty for a suite
+    workload, which is known by its name."""
     if ref.in_suite:
         return {}
-    identity = {"script_path": str(ref.script), "script_sha256": file_sha256(ref.script)}
+    identity = {"script_path": str(ref.script), "script_sha256": file_sha256(ref.script),
+                "script_env": script_env()}
     if ref.workdir is not None:
-        identity["workdir_sha256"] = tree_sha256(ref.workdir, ref.untouched)
+        identity["workdir_sha256"] = tree_sha256(ref.workdir, ref.untouched,
+                                                 set(workdir_guard.own_output()))
     return identity
+
+
+def script_env(environ: dict[str, str] | None = None) -> dict[str, str] | None:
+    """{name: value} of the variables of SCRIPT_ENV_PREFIXES and SCRIPT_ENV_NAMES that
+    the user set (gpubench's own environment, `environ`: os.environ; what a launcher
+    sets for the workers, one thread per process or the GPUs of a count, is not in
+    it), sorted by name; None when there are none, as a record from before this
+    field reads, so that those records still match a sweep run without any."""
+    environ = os.environ if environ is None else environ
+    found = {name: value for name, value in environ.items()
+             if name.startswith(SCRIPT_ENV_PREFIXES) or name in SCRIPT_ENV_NAMES}
+    return dict(sorted(found.items())) or None
 
 
 def file_sha256(path: Path) -> str | None:
@@ -181,10 +204,11 @@ def file_sha256(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def tree_sha256(root: Path, skip: tuple[Path, ...] = ()) -> str:
+def tree_sha256(root: Path, skip: tuple[Path, ...] = (), own: set = frozenset()) -> str:
     """One SHA-256 over every file under root: relative path and contents (size and
     modification time for a file above HASHED_BYTES); version control, virtual
-    environments, caches and `skip` left out."""
+    environments, caches, `skip` and the files `own` names by (st_dev, st_ino)
+    (gpubench's own output, workdir_guard.own_output) left out."""
     digest = hashlib.sha256()
     skipped = {os.path.abspath(p) for p in skip}
     for top, dirs, files in os.walk(root):
@@ -194,15 +218,19 @@ def tree_sha256(root: Path, skip: tuple[Path, ...] = ()) -> str:
             path = os.path.join(top, name)
             if name.endswith(".pyc") or path in skipped:
                 continue
-            digest.update(os.path.relpath(path, root).encode() + b"\0")
             try:
-                size = os.path.getsize(path)
-                if size > HASHED_BYTES:
-                    digest.update(f"{size}:{os.stat(path).st_mtime_ns}".encode())
-                else:
-                    digest.update((file_sha256(Path(path)) or "").encode())
+                st = os.stat(path)
             except OSError:
+                st = None  # a dangling link: its name counts
+            if st is not None and (st.st_dev, st.st_ino) in own:
                 continue
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            if st is None:
+                continue
+            if st.st_size > HASHED_BYTES:
+                digest.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+            else:
+                digest.update((file_sha256(Path(path)) or "").encode())
     return digest.hexdigest()
 
 

@@ -62,3 +62,95 @@ def test_resolve_list_names_an_unknown_workload(project, tmp_path):
     outside.write_text("")
     with pytest.raises(UsageError, match="is not inside"):
         suite.resolve_list(f"{outside}", project)
+
+
+# --------------------------------------------------------------------------- the script's settings
+
+def _no_script_env(monkeypatch):
+    """None of the variables script_env reads, whatever the machine running the tests set."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(suite.SCRIPT_ENV_PREFIXES) or name in suite.SCRIPT_ENV_NAMES:
+            monkeypatch.delenv(name)
+
+
+def test_script_env_is_what_the_user_set_that_changes_what_a_script_does(monkeypatch, project):
+    _no_script_env(monkeypatch)
+    ref = suite.resolve(str(project / "train.py"))
+    assert suite.script_identity(ref)["script_env"] is None  # as a record from before it reads
+    for name, value in {"NCCL_ALGO": "Ring", "ACCELERATE_MIXED_PRECISION": "bf16",
+                        "OMP_NUM_THREADS": "4", "PL_SEED": "1", "PATH_EXTRA": "x", "TORCHX": "y",
+                        "CUDA_VISIBLE_DEVICES_X": "z"}.items():
+        monkeypatch.setenv(name, value)
+    assert suite.script_identity(ref)["script_env"] == {
+        "ACCELERATE_MIXED_PRECISION": "bf16", "NCCL_ALGO": "Ring", "OMP_NUM_THREADS": "4",
+        "PL_SEED": "1"}
+    assert list(suite.script_identity(ref)["script_env"]) == sorted(suite.script_env())
+    assert suite.script_identity(suite.resolve("mnist-ddp")) == {}
+
+
+def test_another_mixed_precision_is_measured_again_the_same_one_is_not(monkeypatch, project):
+    from gpubench.launch.base import Launcher, Machine, RunOutcome
+    from gpubench.store.results import ResultsStore
+    from gpubench.sweep.run import SweepPlan, sweep
+    from gpubench.workloads import record_schema
+    from tests.helpers import one_node
+
+    class Fake(Launcher):
+        def __init__(self) -> None:
+            self.ran: list[int] = []
+
+        def machine(self) -> Machine:
+            return Machine("local", "local-cpu-2c", "cpu", 0, 0.0, "cpu")
+
+        def prepare(self, workload) -> None:
+            pass
+
+        def run(self, workload, point, workload_args, on_line, timeout) -> RunOutcome:
+            self.ran.append(point.procs_per_node)
+            return RunOutcome(0, None, ["torchrun"], 0.1)
+
+        def close(self) -> None:
+            pass
+
+    _no_script_env(monkeypatch)
+    store = ResultsStore(project.parent / "results")
+    ref = suite.resolve(str(project / "train.py"))
+
+    def sweep_under(value: str | None, run_id: str) -> list[int]:
+        if value is None:
+            monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)
+        else:
+            monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", value)
+        fake = Fake()
+        sweep(fake, SweepPlan(ref, one_node([1, 2]), [], run_id, 60), store, lambda _: None)
+        return fake.ran
+
+    assert sweep_under("bf16", "r1") == [1, 2]
+    assert sweep_under("bf16", "r2") == []  # already recorded
+    assert sweep_under("fp16", "r3") == [1, 2]  # another value: another measurement
+    assert sweep_under(None, "r4") == [1, 2]  # none set is another too
+    assert sweep_under(None, "r5") == []
+    records = store.load().records
+    assert [r["script_env"] for r in records] == [
+        {"ACCELERATE_MIXED_PRECISION": "bf16"}] * 2 + [{"ACCELERATE_MIXED_PRECISION": "fp16"}] * 2 + [
+        None] * 2
+    for record in records:
+        record_schema.require_declared(record, record_schema.GPUBENCH)
+        assert record_schema.type_problems(record) == []
+
+
+def test_gpubenchs_own_output_is_not_part_of_the_workdir(tmp_path, monkeypatch, project):
+    from gpubench.onhost import workdir_guard
+
+    ref = suite.resolve(str(project / "train.py"), project)
+    log = project / "out.log"
+    log.write_text("one line\n")
+    st = log.stat()
+    monkeypatch.setattr(workdir_guard, "own_output", lambda: {(st.st_dev, st.st_ino): str(log)})
+    before = suite.script_identity(ref)["workdir_sha256"]
+    log.write_text("one line\nand another\n")  # gpubench wrote more
+    assert suite.script_identity(ref)["workdir_sha256"] == before
+    monkeypatch.setattr(workdir_guard, "own_output", lambda: {})
+    assert suite.script_identity(ref)["workdir_sha256"] != before

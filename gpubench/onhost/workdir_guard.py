@@ -13,7 +13,11 @@ after the run:
   they are named, and the sweep stops rather than run the next count on them.
 
 What a script writes outside its working directory is not watched. Version
-control, virtual environments and Python's caches are left out. A directory
+control, virtual environments and Python's caches are left out, and so is
+gpubench's own output: `gpubench run ... > out.log` or `... | tee bench.log`
+in the script's directory writes that file all along, and it is not the run's
+(own_output finds such files: gpubench's stdout and stderr when they are files,
+and the files that the programs reading them through a pipe write to). A directory
 other programs write to as well (the home directory, /tmp, /) or one too large
 to list quickly is not watched at all, and the run says so: there a new file
 need not be the run's.
@@ -26,8 +30,10 @@ a JSON line); SKIP names paths under ROOT that are gpubench's own.
 
 import json
 import os
+import stat
 import sys
 import tempfile
+import time
 
 KEEP_DIR = ".gpubench-left-behind"
 SKIPPED = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", KEEP_DIR}
@@ -49,11 +55,13 @@ def unwatched(root):
     return None
 
 
-def listing(root, skip=()):
+def listing(root, skip=(), own=()):
     """{relative path: (size, mtime_ns)} of every file under root; directories as
-    (None, None). `skip`: absolute paths left out (gpubench's own files)."""
+    (None, None). `skip`: absolute paths left out (gpubench's own files); `own`:
+    files left out by (st_dev, st_ino), wherever they are (own_output)."""
     root = os.path.abspath(root)
     skip = {os.path.abspath(p) for p in skip}
+    own = set(own)
     found = {}
     stack = [root]
     while stack:
@@ -72,6 +80,8 @@ def listing(root, skip=()):
                     stack.append(entry.path)
                 else:
                     st = entry.stat(follow_symlinks=False)
+                    if (st.st_dev, st.st_ino) in own:
+                        continue
                     found[rel] = (st.st_size, st.st_mtime_ns)
             except OSError:
                 continue
@@ -93,24 +103,24 @@ def changes(earlier, now):
     return top, changed
 
 
-def snapshot(root, skip=()):
+def snapshot(root, skip=(), own=()):
     """The listing a run is compared with afterwards; None when root is not watched."""
     if unwatched(root):
         return None
     try:
-        return listing(root, skip)
+        return listing(root, skip, own)
     except TooLarge:
         return None
 
 
-def settle(root, earlier, keep_name, skip=()):
+def settle(root, earlier, keep_name, skip=(), own=()):
     """Move what the run created into KEEP_DIR/keep_name; report it all. `earlier`:
     snapshot()'s listing, None when the tree is not watched."""
     root = os.path.abspath(root)
     if earlier is None:
         return {"watched": False, "created": [], "changed": []}
     try:
-        now = listing(root, skip)
+        now = listing(root, skip, own)
     except TooLarge:
         return {"watched": False, "created": [], "changed": []}
     created, changed = changes(earlier, now)
@@ -129,6 +139,112 @@ def settle(root, earlier, keep_name, skip=()):
             pass  # gone already (a temporary file), or not ours to move
     return {"watched": True, "created": moved, "changed": changed,
             "kept_in": kept if moved else None}
+
+
+# --------------------------------------------------------------------------- own output
+MAX_PROCESSES = 20000  # /proc entries looked at for the readers of a pipe
+MAX_FDS = 1000  # open files looked at in one reader
+PIPE_DEPTH = 3  # gpubench | tee a.log | grep x > b.log: readers of readers, this far
+LOOK_S = 2.0  # the whole look-up, however many processes the machine has
+
+
+def own_output(fds=(1, 2), proc="/proc"):
+    """{(st_dev, st_ino): path or None} of the files gpubench's own output goes to:
+    its stdout and stderr when they are regular files (`> out.log`), and, when they
+    are pipes, the regular files that the programs reading those pipes have open for
+    writing (`| tee bench.log`; on Linux, from /proc). Empty when nothing is found;
+    never raises."""
+    found, pipes = {}, set()
+    for fd in fds:
+        try:
+            st = os.fstat(fd)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found[(st.st_dev, st.st_ino)] = _link("%s/self/fd/%d" % (proc, fd))
+        elif stat.S_ISFIFO(st.st_mode):
+            pipes.add((st.st_dev, st.st_ino))
+    try:
+        found.update(_written_by_readers(pipes, proc))
+    except Exception:  # /proc unreadable or odd: nothing more is known, and that is all
+        pass
+    return found
+
+
+def _link(path):
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return None
+    return target if target.startswith("/") else None
+
+
+def _written_by_readers(pipes, proc):
+    """The regular files written by the processes whose stdin is one of `pipes`, and,
+    when those write to pipes in turn, by those pipes' readers (PIPE_DEPTH deep)."""
+    found = {}
+    if not pipes or not os.path.isdir(os.path.join(proc, "self", "fd")):
+        return found
+    deadline = time.monotonic() + LOOK_S
+    me = str(os.getpid())
+    pids = [p for p in os.listdir(proc) if p.isdigit() and p != me][:MAX_PROCESSES]
+    seen_pipes, readers = set(pipes), set()
+    for _ in range(PIPE_DEPTH):
+        next_pipes = set()
+        for pid in pids:
+            if time.monotonic() > deadline:
+                return found
+            if pid in readers:
+                continue
+            try:
+                st = os.stat("%s/%s/fd/0" % (proc, pid))
+            except OSError:  # gone, or another user's
+                continue
+            if (st.st_dev, st.st_ino) not in pipes:
+                continue
+            readers.add(pid)
+            files, out_pipes = _written_files(proc, pid)
+            found.update(files)
+            next_pipes |= out_pipes - seen_pipes
+        if not next_pipes:
+            break
+        seen_pipes |= next_pipes
+        pipes = next_pipes
+    return found
+
+
+def _written_files(proc, pid):
+    """({(dev, ino): path} of the regular files process `pid` has open for writing,
+    {(dev, ino)} of the pipes it writes to)."""
+    files, out_pipes = {}, set()
+    try:
+        fds = os.listdir("%s/%s/fd" % (proc, pid))[:MAX_FDS]
+    except OSError:
+        return files, out_pipes
+    for fd in fds:
+        link = "%s/%s/fd/%s" % (proc, pid, fd)
+        try:
+            st = os.stat(link)
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+                continue
+            if not _open_for_writing("%s/%s/fdinfo/%s" % (proc, pid, fd)):
+                continue
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            files[(st.st_dev, st.st_ino)] = _link(link)
+        else:
+            out_pipes.add((st.st_dev, st.st_ino))
+    return files, out_pipes
+
+
+def _open_for_writing(fdinfo):
+    """Whether /proc/PID/fdinfo/FD says the file was opened for writing."""
+    with open(fdinfo) as f:
+        for line in f:
+            if line.startswith("flags:"):
+                return (int(line.split()[1], 8) & os.O_ACCMODE) in (os.O_WRONLY, os.O_RDWR)
+    return False
 
 
 def main(argv):

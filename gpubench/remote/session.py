@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from gpubench.onhost import workdir_guard
 from gpubench.remote import envcheck, packages, sync
 from gpubench.remote.connection import ConnectOptions, SshConnection
 from gpubench.remote.envcheck import RemoteEnv
@@ -97,11 +98,19 @@ class RemoteSession:
                   f"{result.seconds:.1f}s)")
         return result
 
-    def upload_workdir(self, workdir: Path) -> sync.SyncResult:
-        """Mirror a user's project directory (what its .gitignore files leave in)."""
-        result = sync.sync_tree(self.target, self.known_hosts, workdir, self.layout.workdir)
+    def upload_workdir(self, workdir: Path, keep_out: tuple[Path, ...] = ()) -> sync.SyncResult:
+        """Mirror a user's project directory: what its .gpubenchignore and .gitignore
+        files leave in, less `keep_out` (gpubench's results directory) and the files
+        gpubench's own output goes to; then say which ignored files stayed here."""
+        own = tuple(Path(p) for p in workdir_guard.own_output().values() if p)
+        keep_out = (*keep_out, *own)
+        result = sync.sync_tree(self.target, self.known_hosts, workdir, self.layout.workdir,
+                                keep_out=keep_out)
         self.echo(f"{self.target}: synced {workdir} ({result.files_transferred} file(s) sent, "
                   f"{result.seconds:.1f}s)")
+        ignored = sync.ignored_here(workdir, keep_out)
+        if ignored is not None and ignored.files:
+            self.echo(f"{self.target}: {sync.ignored_line(ignored)}")
         return result
 
     def install_requirements(self, script: Path) -> list[str]:

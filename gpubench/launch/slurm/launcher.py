@@ -294,7 +294,7 @@ def open_ssh(spec: str, key: Path | None, known_hosts: Path, python: str, base: 
 
         def upload(workload: WorkloadRef) -> None:
             if workload.workdir is not None:
-                session.upload_workdir(workload.workdir)
+                session.upload_workdir(workload.workdir, workload.untouched)
             else:
                 suite = workloads_dir()
                 session.upload(suite, None if workload.script.parent == suite else workload.script)
