@@ -4,6 +4,7 @@ under, and the real `gpubench` executable run in a child process."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -77,7 +78,15 @@ def start_gpubench(*args: str, cwd: Path | str = REPO, env: dict[str, str] | Non
     stdout and stderr are text pipes unless `popen` says otherwise."""
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
+    popen.setdefault("preexec_fn", ctrl_c_as_at_a_terminal)
     return subprocess.Popen(_command(args), text=True, cwd=cwd, env=_environment(env), **popen)
+
+
+def ctrl_c_as_at_a_terminal() -> None:
+    """In the child before it starts: SIGINT back to its default. A test run started in
+    the background of a shell ignores SIGINT, and Python never turns an ignored SIGINT
+    into KeyboardInterrupt, so a Ctrl-C test would otherwise wait for ever."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def one_line(err: str) -> str:
@@ -85,6 +94,14 @@ def one_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]
+
+
+# The lines that make a test's own tiny script form one gloo process group under torchrun,
+# at any process count, as a real training script does: a run of a user's script at two
+# or more processes that formed no group is refused as a measurement (gpubench.sweep.probe).
+# JOIN goes first in the script, LEAVE last where the script ends normally.
+JOIN = 'import torch.distributed as dist\ndist.init_process_group("gloo")\n'
+LEAVE = 'dist.destroy_process_group()\n'
 
 
 # A script for a run that loses a node: all-reduces in a loop, long on two nodes (where

@@ -279,13 +279,24 @@ FIELDS: tuple[Field, ...] = (
       "'whole process'", GPUBENCH),
     F("repeat", int, "", "which run of its configuration this was, 1 to repeat_count", GPUBENCH),
     F("script_path", str, "", "a user's script, resolved: what a rerun is matched on", GPUBENCH),
+    F("script_env", dict, "", "a user's script: the variables among ACCELERATE_*, LIGHTNING_*, "
+      "PL_*, NCCL_*, TORCH_*, OMP_NUM_THREADS and CUDA_VISIBLE_DEVICES that were set for the sweep "
+      "(name: value; null when none was); another value is another configuration, measured again",
+      GPUBENCH),
     F("workdir_sha256", str, "", "SHA-256 over the files of --workdir (paths and contents) before "
       "the sweep", GPUBENCH),
     F("log_file", str, "", "the run's whole output, relative to the results directory "
       "(gpubench logs RUN COUNT)", GPUBENCH),
     F("left_behind", list, "", "files the run created in its working directory, moved aside so "
       "that the next run starts from the same files", GPUBENCH),
-    F("failure_kind", str, "", "what kind of failure: usage, import, missing file, devices, "
+    F("process_group", str, "", "a user's script: the process group its processes formed, as "
+      "'gloo x 2', or 'none' (workloads/script_probe.py); a run whose processes did not form one "
+      "group of its size is failed", GPUBENCH),
+    F("wrapped_in", str, "", "a user's script: what its model was wrapped in (DDP, FSDP, FSDP2), "
+      "or 'none'", GPUBENCH),
+    F("frameworks", str, "", "a user's script: the training frameworks it imported (lightning, "
+      "accelerate, ...)", GPUBENCH),
+    F("failure_kind", str, "", "what kind of failure: usage, import, missing file, no gpu, alone, devices, "
       "signal, out of memory, timeout, no exit status or failed", GPUBENCH),
     F("exit_signal", str, "", "the signal that ended a worker or the run (SIGKILL, SIGSEGV, ...)",
       GPUBENCH),

@@ -108,6 +108,16 @@ LineSink = Callable[[str], None]
 RECORD_ENV = "GPUBENCH_RECORD_FILE"
 
 
+PROBE = "script_probe.py"  # beside the suite's workloads (workloads/script_probe.py)
+
+
+def script_argv(workload: WorkloadRef, script: str, probe: str) -> list[str]:
+    """What torchrun starts in each process: a suite workload itself; a user's script
+    under the probe (`probe`, the path of PROBE as the run sees it), which runs it
+    unchanged and reports whether its processes formed one group (sweep/probe.py)."""
+    return [script] if workload.in_suite else [probe, script]
+
+
 def record_args(workload: WorkloadRef, record_file: str) -> list[str]:
     """The record flag for a suite workload; none for a user's script, whose own
     argument parser would refuse a flag it does not know."""

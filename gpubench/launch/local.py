@@ -24,14 +24,14 @@ from gpubench.errors import RunError
 from gpubench.launch import cpu_policy
 from gpubench.onhost import machine_load
 from gpubench.onhost import workdir_guard
-from gpubench.launch.base import (RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
+from gpubench.launch.base import (PROBE, RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
                                   SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
-                                  shown_command, visible_gpus)
+                                  script_argv, shown_command, visible_gpus)
 from gpubench.launch.failures import RunFacts, explain
 from gpubench.launch.gpu_sampling import LocalSampler, local_indices
 from gpubench.launch.process import stream_process
 from gpubench.providers import registry
-from gpubench.suite import WorkloadRef
+from gpubench.suite import WorkloadRef, workloads_dir
 
 
 def local_gpus() -> list[str]:
@@ -77,7 +77,8 @@ class LocalLauncher(Launcher):
     def command(self, workload: WorkloadRef, procs: int, record_file: Path,
                 workload_args: list[str]) -> list[str]:
         return [torch_python(), "-m", "torch.distributed.run", "--standalone",
-                f"--nproc_per_node={procs}", str(workload.script),
+                f"--nproc_per_node={procs}",
+                *script_argv(workload, str(workload.script), str(workloads_dir() / PROBE)),
                 *record_args(workload, str(record_file)), *workload_args]
 
     def environment(self, procs: int) -> dict[str, str]:
@@ -102,7 +103,9 @@ class LocalLauncher(Launcher):
             cmd = self.command(workload, procs, record_file, workload_args)
             env = {**self.environment(procs), RECORD_ENV: str(record_file)}
             skip = [tmp, *workload.untouched]
-            files_before = None if workload.in_suite else workdir_guard.snapshot(root, skip)
+            # gpubench's own output (> out.log, | tee bench.log) is not the run's
+            own = () if workload.in_suite else set(workdir_guard.own_output())
+            files_before = None if workload.in_suite else workdir_guard.snapshot(root, skip, own)
             load = machine_load.before()
             watch = _Watching(run_id)
             cpu_before = _children_cpu_seconds()
@@ -118,7 +121,7 @@ class LocalLauncher(Launcher):
                 watched = watch.stop()
             ok = finished.returncode == 0 and not finished.timed_out
             record = _read_record(record_file) if ok else None
-            files = None if workload.in_suite else _settle(root, files_before, point, skip)
+            files = None if workload.in_suite else _settle(root, files_before, point, skip, own)
         measured = self._measured(workload, env, load, watched, _children_cpu_seconds() - cpu_before)
         failure = None if ok else explain(finished.tail, RunFacts(
             finished.returncode, finished.timed_out, timeout,
@@ -178,10 +181,12 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _settle(root: Path, before: dict | None, point: SweepPoint, skip: list) -> FileChanges:
-    """Move aside what the run left in its working directory (workdir_guard)."""
+def _settle(root: Path, before: dict | None, point: SweepPoint, skip: list,
+            own: set = frozenset()) -> FileChanges:
+    """Move aside what the run left in its working directory (workdir_guard); `own`:
+    gpubench's own output files (workdir_guard.own_output), never the run's."""
     keep = f"{time.strftime('%Y%m%d-%H%M%S')}-{point.world_size}gpu"
-    found = workdir_guard.settle(root, before, keep, skip)
+    found = workdir_guard.settle(root, before, keep, skip, own)
     why_not = None if found["watched"] else (workdir_guard.unwatched(root)
                                              or f"{root} holds too many files to list")
     return FileChanges(found["watched"], found["created"], found.get("kept_in"), found["changed"],

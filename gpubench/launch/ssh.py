@@ -32,9 +32,9 @@ from gpubench.onhost import leases
 from gpubench.onhost import machine_load
 from gpubench.onhost import stop_tagged
 from gpubench.onhost import workdir_guard
-from gpubench.launch.base import (RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
+from gpubench.launch.base import (PROBE, RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
                                   SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
-                                  shown_command, visible_gpus)
+                                  script_argv, shown_command, visible_gpus)
 from gpubench.launch.failures import RunFacts, explain
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, SshError
@@ -79,6 +79,11 @@ def remote_script(workload: WorkloadRef) -> str:
     return str(PurePosixPath("workloads") / workload.script.name)
 
 
+def remote_probe(workload: WorkloadRef) -> str:
+    """The probe's path as the run sees it: it sits with the suite (base/workloads)."""
+    return f"{'../' if workload.workdir is not None else ''}workloads/{PROBE}"
+
+
 def remote_cwd(workload: WorkloadRef) -> str:
     """Where the run starts, relative to the remote base: the project for --workdir."""
     return "." if workload.workdir is None else WORKDIR
@@ -121,8 +126,12 @@ class SshLauncher(Launcher):
         for the suite, once per machine for its packages."""
         if workload.workdir is not None:
             if workload.workdir not in self._synced:
-                self._session.upload_workdir(workload.workdir)
+                # the results directory, when it is inside the project, stays here
+                self._session.upload_workdir(workload.workdir, workload.untouched)
                 self._synced.add(workload.workdir)
+            if workloads_dir() not in self._synced:  # the probe a user's script runs under
+                self._session.upload(workloads_dir(), None)
+                self._synced.add(workloads_dir())
         elif workload.script not in self._synced:
             suite = workloads_dir()
             script = None if workload.script.parent == suite else workload.script
@@ -140,7 +149,8 @@ class SshLauncher(Launcher):
                 workload_args: list[str]) -> list[str]:
         """The torchrun command as the machine runs it, paths relative to the remote base."""
         return [*shlex.split(self._session.python), "-m", "torch.distributed.run", "--standalone",
-                f"--nproc_per_node={procs}", remote_script(workload),
+                f"--nproc_per_node={procs}",
+                *script_argv(workload, remote_script(workload), remote_probe(workload)),
                 *record_args(workload, record_file), *workload_args]
 
     def environment(self, procs: int) -> dict[str, str]:

@@ -28,8 +28,9 @@ from gpubench.sweep import events
 from gpubench.sweep import runlogs
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
-from gpubench.launch.failures import stop_reason
+from gpubench.launch.failures import Failure, stop_reason
 from gpubench.launch.points import sweep_points
+from gpubench.sweep.probe import ALONE, ProbeReports, last_words, verdict
 from gpubench.sweep.records import finish_record
 from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
@@ -176,6 +177,8 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
                             echo, result, warned, runs)
             if result.records and result.records[-1]["status"] != "ok":
                 failed.add(point)
+            if stop and _goes_on_at_its_count(runs.failure, point, todo, failed, result, echo):
+                stop = None
             if stop:
                 result.stopped = stop
                 echo(stop)
@@ -197,7 +200,11 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
                           f"({machine.gpu_name}), run {plan.run_id}, "
                           f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"])
 
+    reports = None if plan.workload.in_suite else ProbeReports()
+
     def on_line(line: str) -> None:
+        if reports is not None and reports.take(line):
+            return  # what a process of the script did, for the verdict below: not its output
         step = events.step_from_line(line, prefix)
         if step is not None:  # the workload's progress line: shown, not kept
             echo(step)
@@ -211,6 +218,9 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
                            total=runs.total, provider=machine.provider, gpu_name=machine.gpu_name,
                            price_per_hour=machine.price_per_hour))
     outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
+    if reports is not None:
+        outcome = judged(outcome, reports, point)
+    runs.failure = outcome.failure
     directory = getattr(store, "directory", None)  # a store of records only keeps no logs
     log_file = runlogs.relative_path(plan.run_id, name) if directory is not None else None
     record = finish_record(outcome, plan, machine, point, repeat, identity, log_file)
@@ -232,15 +242,50 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
         return stop
     if outcome.failure is not None and outcome.failure.repeats:
         return stop_reason(outcome.failure, point.describe())
+    if outcome.failure is not None and outcome.failure.kind == ALONE:
+        return (f"stopping the sweep at {point.describe()}: its processes did not train together, "
+                "and at a larger count they would not either")
     return None
+
+
+def judged(outcome: RunOutcome, reports: ProbeReports, point: SweepPoint) -> RunOutcome:
+    """A user's script's outcome with what its processes did (process group, models
+    wrapped); one whose processes did not train together fails, and so would every
+    larger count."""
+    measured = {**outcome.measured, **reports.record_fields()}
+    why = None
+    if outcome.error is None:
+        why = verdict(reports, point.world_size, last_words(outcome.output_tail))
+    if why is None:
+        return replace(outcome, measured=measured)
+    return replace(outcome, measured=measured, error=why, failure=Failure(why, ALONE))
 
 
 @dataclass
 class _Runs:
-    """This sweep's runs (the skipped left out) and which of them is running."""
+    """This sweep's runs (the skipped left out), which of them is running, and how the
+    last one failed."""
 
     total: int
     index: int = 0
+    failure: Failure | None = None
+
+
+def _goes_on_at_its_count(failure: Failure | None, point: SweepPoint, todo: list[SweepPoint],
+                          failed: set[SweepPoint], result: SweepResult, echo: Callable[[str], None]) -> bool:
+    """A script that runs at one process count only (Lightning's fixed `devices`): where
+    the plan has that count still to run, every other count is dropped, saying why, and
+    the sweep goes on to it (True); else the sweep stops as for any repeating failure."""
+    only = failure.runs_only_at if failure is not None else None
+    ahead = [p for p in todo if p != point and p not in failed and p not in result.dropped]
+    if only is None or not any(p.world_size == only for p in ahead):
+        return False
+    for other in ahead:
+        if other.world_size != only:
+            result.dropped[other] = (f"skipping {other.describe()}: the script runs only at "
+                                     f"{only} process{'es' if only != 1 else ''}")
+            echo(result.dropped[other])
+    return True
 
 
 def _files_left(outcome: RunOutcome, prefix: str, where: str, echo: Callable[[str], None],

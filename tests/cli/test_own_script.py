@@ -10,28 +10,29 @@ import subprocess
 
 import pytest
 
-from tests.helpers import run_gpubench
+from tests.helpers import JOIN, LEAVE, run_gpubench
 
 pytestmark = pytest.mark.slow
 
-# argparse refuses unknown flags, as most training scripts do
-PLAIN = """\
+# argparse refuses unknown flags, as most training scripts do; each script's processes
+# form one process group, as a training script's do (JOIN, LEAVE)
+PLAIN = JOIN + """\
 import argparse, os, time
 p = argparse.ArgumentParser()
 p.add_argument("--work", type=float, default=0.2)
 a = p.parse_args()
 time.sleep(a.work / int(os.environ["WORLD_SIZE"]))
 print("rank", os.environ["RANK"], "done", flush=True)
-"""
+""" + LEAVE
 
-REPORTING = """\
+REPORTING = JOIN + """\
 import json, os
 world = int(os.environ["WORLD_SIZE"])
 if os.environ["RANK"] == "0":
     with open(os.environ["GPUBENCH_RECORD_FILE"], "w") as f:
         json.dump({"throughput": 1000.0 * world, "throughput_unit": "tokens/s",
                    "wall_seconds": 2.0}, f)
-"""
+""" + LEAVE
 
 
 def _run(tmp_path, source: str, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:

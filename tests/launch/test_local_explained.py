@@ -9,12 +9,14 @@ import json
 import pytest
 
 from gpubench.store.results import ResultsStore
+from tests.helpers import JOIN, LEAVE
 
 pytestmark = pytest.mark.slow
 
 # pytorch/examples' ddp-tutorial-series in miniature: resume from snapshot.pt when
-# one is there (and then do less work), write it at the end
-RESUMING = """\
+# one is there (and then do less work), write it at the end; its processes form one
+# process group (JOIN, LEAVE)
+RESUMING = JOIN + """\
 import json, os, time
 world, rank = int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
 epochs = 4
@@ -27,7 +29,7 @@ if rank == 0:
     open("snapshot.pt", "w").write(str(epochs))
     with open(os.environ["GPUBENCH_RECORD_FILE"], "w") as f:
         json.dump({"throughput": 100.0 * world * 4 / epochs, "throughput_unit": "samples/s"}, f)
-"""
+""" + LEAVE
 
 # Lightning's check, as its TorchElasticEnvironment.validate_settings makes it
 LIGHTNING_LIKE = """\

@@ -22,7 +22,7 @@ from gpubench.launch.slurm import SlurmOptions, states
 from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve
 from gpubench.sweep.run import SweepPlan, sweep
-from tests.helpers import GPUBENCH
+from tests.helpers import GPUBENCH, ctrl_c_as_at_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -202,7 +202,8 @@ def test_ctrl_c_cancels_the_running_job_and_says_so(slurm, tmp_path):
     proc = subprocess.Popen([GPUBENCH, "run", str(own), *slurm_args(tmp_path), "--nodes", "2",
                              "--launch", "srun", "--results", str(results)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=ctrl_c_as_at_a_terminal)
     seen = []
     try:
         assert proc.stdout is not None

@@ -9,9 +9,11 @@ from gpubench.launch.ssh import SshLauncher, connect
 from gpubench.remote.connection import ConnectOptions
 from gpubench.remote.session import RemoteLayout, SessionOptions
 from gpubench.remote.targets import RemoteHost, resolve
+from tests.helpers import JOIN, LEAVE
 
-# Starts in a second instead of mnist's several; fails on request like an OOM would.
-TINY = '''\
+# Starts in a second instead of mnist's several; fails on request like an OOM would. Its
+# processes form one gloo group, as a training script's do (JOIN, LEAVE).
+TINY = JOIN + '''\
 import argparse, json, os, time
 p = argparse.ArgumentParser()
 p.add_argument("--fail-at", type=int, default=0)
@@ -28,7 +30,7 @@ if rank == 0:
     with open(os.environ["GPUBENCH_RECORD_FILE"], "w") as f:
         json.dump({"status": "ok", "world_size": world, "wall_seconds": 0.5,
                    "throughput": 100.0 * world, "throughput_unit": "samples/s"}, f)
-'''
+''' + LEAVE
 
 
 def tiny_script(directory: Path, name: str = "tiny_bench.py", header: str = "") -> Path:

@@ -156,3 +156,18 @@ def test_every_runs_output_is_kept_beside_its_records(tmp_path):
 def test_repeat_defaults_to_one_on_gpus_and_three_on_a_cpu():
     assert default_repeats(GPU_BOX) == 1
     assert default_repeats(CPU_BOX) == 3
+
+
+def test_a_script_that_runs_at_one_count_only_skips_to_it(tmp_path):
+    fixed = Failure("the script wants 2 processes but this count runs 1", "devices", runs_only_at=2)
+    wrong = RunOutcome(1, None, ["torchrun"], 0.1, fixed.error, failure=fixed)
+    fake = Fake({1: wrong, 4: wrong})
+    lines: list[str] = []
+    result = sweep(fake, _plan(SUITE_REF, [1, 2, 4]), ResultsStore(tmp_path), lines.append)
+    assert fake.ran == [1, 2] and result.stopped is None
+    assert [(r["gpu_count"], r["status"]) for r in result.records] == [(1, "failed"), (2, "ok")]
+    assert "skipping 4 gpus: the script runs only at 2 processes" in lines
+    # without its count in the plan, the sweep stops at once
+    alone = sweep(Fake({1: wrong, 4: wrong}), _plan(SUITE_REF, [1, 4], run_id="r2"), ResultsStore(tmp_path),
+                  lines.append)
+    assert alone.stopped is not None and [r["gpu_count"] for r in alone.records] == [1]

@@ -1,0 +1,157 @@
+"""`gpubench run ./script.py` knows what each process of a user's script really did
+(workloads/script_probe.py): a count whose processes did not form one process group of
+its size is a failed record with the reason in words, never a speedup, and the sweep
+stops there (every larger count would be the same). Scripts in the style of the real
+ones: a loop that never forms a group, a GPU guard that exits 0, Lightning's Trainer()
+left to itself, Accelerate's Accelerator(), and plain DDP on gloo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.helpers import REPO, run_gpubench
+
+pytestmark = pytest.mark.slow
+
+# pytorch/examples' single-process style, started by torchrun unchanged
+ALONE = """\
+import torch
+from torch import nn
+model = nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(5):
+    loss = model(torch.randn(16, 8)).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+print("done")
+"""
+
+# the DDP tutorial's guard: too few GPUs, a message, and exit code 0
+GUARD = """\
+import os, sys, torch
+world = int(os.environ.get("WORLD_SIZE", 1))
+if torch.cuda.device_count() < world:
+    print(f"Unable to locate sufficient {world} gpus to run this example. Exiting.")
+    sys.exit(0)
+"""
+
+DDP_GLOO = """\
+import torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+model = DDP(nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(5):
+    loss = model(torch.randn(16, 8)).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+dist.destroy_process_group()
+"""
+
+LIGHTNING_LEFT_TO_ITSELF = """\
+import lightning as L, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(8, 1)
+    def training_step(self, batch, _):
+        x, y = batch
+        return nn.functional.mse_loss(self.net(x), y)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+trainer = L.Trainer(max_epochs=1, enable_progress_bar=False, logger=False, enable_checkpointing=False)
+trainer.fit(Model(), DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=16))
+"""
+
+ACCELERATE_WITHOUT_CPU = """\
+import torch
+from torch import nn
+from accelerate import Accelerator
+accelerator = Accelerator()
+model = nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model, opt = accelerator.prepare(model, opt)
+for _ in range(3):
+    loss = model(torch.randn(16, 8)).pow(2).mean()
+    opt.zero_grad(); accelerator.backward(loss); opt.step()
+"""
+
+
+def sweep(tmp_path, source: str, counts: str = "1,2") -> tuple[subprocess.CompletedProcess, list[dict]]:
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    results = tmp_path / "results"
+    proc = run_gpubench("run", str(script), "--gpus", counts, "--repeat", "1", "--results", str(results),
+                        "--quiet", cwd=tmp_path, timeout=240)
+    records = [json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()]
+    return proc, sorted(records, key=lambda r: r["gpu_count"])
+
+
+def test_processes_that_each_train_alone_are_no_measurement_and_the_sweep_stops(tmp_path):
+    proc, records = sweep(tmp_path, ALONE, "1,2,4")
+    assert proc.returncode == 1
+    assert [(r["gpu_count"], r["status"]) for r in records] == [(1, "ok"), (2, "failed")]  # 4 never ran
+    failed = records[1]
+    assert failed["error"] == ("each of the 2 processes trained alone: no process group was formed; "
+                               "it never called torch.distributed.init_process_group (its last words: done)")
+    assert failed["failure_kind"] == "alone" and failed["process_group"] == "none"
+    assert "GPUBENCH_PROBE" not in proc.stdout + proc.stderr     # the probe's lines are not shown
+    assert "speedup" not in failed
+
+
+def test_a_gpu_guard_that_exits_0_is_named_by_its_last_words(tmp_path):
+    proc, records = sweep(tmp_path, GUARD, "2")
+    assert proc.returncode == 1 and records[0]["status"] == "failed"
+    assert records[0]["error"].endswith(
+        "(its last words: Unable to locate sufficient 2 gpus to run this example. Exiting.)")
+
+
+def test_ddp_on_gloo_is_a_measurement_and_says_what_it_formed(tmp_path):
+    proc, records = sweep(tmp_path, DDP_GLOO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(r["status"], r["process_group"], r["wrapped_in"]) for r in records] == [
+        ("ok", "gloo x 1", "DDP"), ("ok", "gloo x 2", "DDP")]
+
+
+def test_lightnings_trainer_left_to_itself_is_told_how_to_join(tmp_path):
+    proc, records = sweep(tmp_path, LIGHTNING_LEFT_TO_ITSELF, "2")
+    assert [(r["status"], r["frameworks"]) for r in records] == [("failed", "lightning")]
+    assert ("trained alone: no process group was formed; Lightning's Trainer() needs strategy='ddp' "
+            "and devices from torchrun: Trainer(strategy='ddp', devices=int(os.environ['LOCAL_WORLD_SIZE'])"
+            in records[0]["error"])
+
+
+def test_lightning_with_a_fixed_device_count_is_measured_at_that_count_only(tmp_path):
+    fixed = LIGHTNING_LEFT_TO_ITSELF.replace("L.Trainer(max_epochs=1,",
+                                             "L.Trainer(strategy='ddp', devices=2, max_epochs=1,")
+    proc, records = sweep(tmp_path, fixed, "1,2,4")
+    assert [(r["gpu_count"], r["status"]) for r in records] == [(1, "failed"), (2, "ok")]
+    assert records[0]["failure_kind"] == "devices" and records[1]["process_group"] == "gloo x 2"
+    assert "skipping 4 gpus: the script runs only at 2 processes" in proc.stdout + proc.stderr
+
+
+def test_accelerate_is_seen_for_what_it_did(tmp_path):
+    # Accelerate 1.x forms a gloo group on CPUs by itself under torchrun; the probe says so
+    # (where an Accelerator() runs as DistributedType.NO, tests/sweep/test_probe.py)
+    proc, records = sweep(tmp_path, ACCELERATE_WITHOUT_CPU, "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(r["status"], r["frameworks"]) for r in records] == [("ok", "accelerate")]
+    assert "gloo" in records[0]["process_group"] and records[0]["process_group"].endswith(" x 2")
+
+
+def test_the_readmes_lightning_example_runs_at_one_and_two_processes(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("```python\nimport os\nimport lightning as L")
+    source = readme[start + len("```python\n"):readme.index("```", start + 10)]
+    source = source.replace("max_epochs=2", "max_epochs=1, enable_progress_bar=False, logger=False, "
+                                            "enable_checkpointing=False")
+    proc, records = sweep(tmp_path, source)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [(r["gpu_count"], r["status"], r["process_group"], r["wrapped_in"]) for r in records] == [
+        (1, "ok", "gloo x 1", "DDP"), (2, "ok", "gloo x 2", "DDP")]
