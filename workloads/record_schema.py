@@ -296,8 +296,8 @@ FIELDS: tuple[Field, ...] = (
       "or 'none'", GPUBENCH),
     F("frameworks", str, "", "a user's script: the training frameworks it imported (lightning, "
       "accelerate, ...)", GPUBENCH),
-    F("failure_kind", str, "", "what kind of failure: usage, import, missing file, no gpu, alone, devices, "
-      "signal, out of memory, timeout, no exit status or failed", GPUBENCH),
+    F("failure_kind", str, "", "what kind of failure: usage, import, missing file, no gpu, alone, "
+      "devices, signal, out of memory, timeout, no exit status or failed", GPUBENCH),
     F("exit_signal", str, "", "the signal that ended a worker or the run (SIGKILL, SIGSEGV, ...)",
       GPUBENCH),
     # the machine around the run (gpubench/onhost/machine_load.py)

@@ -20,6 +20,8 @@ import re
 import signal
 from dataclasses import dataclass
 
+from gpubench.workloads.script_probe import PREFIX as PROBE_PREFIX
+
 # torch's own log lines (E1123 06:20:45.143000 1980 torch/...] ...): not the workload's words
 TORCH_LOG_LINE = re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d")
 TORCHRUN_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
@@ -108,6 +110,7 @@ def explain(tail: list[str], facts: RunFacts) -> Failure:
     """The one-line explanation of a failed run from its last lines of output."""
     if facts.timed_out:
         return Failure(f"timed out after {facts.timeout:.0f}s", "timeout")
+    tail = [line for line in tail if PROBE_PREFIX not in line]  # the probe's, not the script's
     root = _root_rank(tail)
     # the first failed worker's own lines, where torch put its rank before them: another
     # rank's error that follows from it (a peer that closed its connection) comes later

@@ -32,7 +32,7 @@ if rank == 0:
 """ + LEAVE
 
 # Lightning's check, as its TorchElasticEnvironment.validate_settings makes it
-LIGHTNING_LIKE = """\
+LIGHTNING_LIKE = JOIN + """\
 import os
 devices, num_nodes = 2, 1  # Trainer(accelerator="cpu", devices=2, strategy="ddp")
 world = int(os.environ["WORLD_SIZE"])
@@ -90,16 +90,16 @@ def test_a_checkpoint_one_count_writes_is_not_seen_by_the_next(project):
     assert out.count("] already recorded") == 2
 
 
-def test_a_lightning_devices_mismatch_is_one_line_and_stops_the_sweep(project):
+def test_a_lightning_devices_mismatch_is_one_line_and_only_its_count_runs(project):
     _, run = project
     code, out, records = run(LIGHTNING_LIKE, "--gpus", "1,2,4")
     assert code == 1
-    assert [r["gpu_count"] for r in records] == [1]  # 2 and 4 not tried
+    assert [(r["gpu_count"], r["status"]) for r in records] == [(1, "failed"), (2, "ok")]  # 4 skipped
     assert records[0]["failure_kind"] == "devices"
     assert records[0]["error"].startswith(
         "Lightning's Trainer(devices=2, num_nodes=1) wants 2 processes but this count runs 1: "
         "write Trainer(devices=int(os.environ.get('LOCAL_WORLD_SIZE', 1))")
-    assert "stopping the sweep: the script fixes its process count at 1 gpu" in out
+    assert "skipping 4 gpus: the script runs only at 2 processes" in out
 
 
 def test_a_worker_killed_by_sigkill_says_so_with_the_memory_seen(project):
