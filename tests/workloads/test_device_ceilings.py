@@ -7,9 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-import device_ceilings
 import pytest
-import torch
 import workload_suite
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -35,6 +33,9 @@ def test_bad_size_is_refused():
 
 
 def test_warmup_stays_out_of_the_median():
+    import device_ceilings  # torch: imported by the tests that use it, not by every worker's collection
+    import torch
+
     calls: list[int] = []
 
     def fn(i: int) -> None:
@@ -49,6 +50,9 @@ def test_warmup_stays_out_of_the_median():
 
 @pytest.mark.slow
 def test_measure_on_cpu():
+    import device_ceilings
+    import torch
+
     c = device_ceilings.measure(torch.device("cpu"), n=64, copy_bytes=1 << 20, warmup=1, repeats=2)
     assert c.matmul_tflops > 0 and c.copy_bytes == 1 << 20
 
