@@ -26,10 +26,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable
 
-from gpubench.bench.plan import BenchPlan, plan_bench, plan_consent, provision_request
+from gpubench.bench.plan import (BenchPlan, budget_note, plan_bench, plan_consent, provision_request,
+                                 stops_itself)
 from gpubench.bench.request import BenchRequest, BenchResult
 from gpubench.bench.sweeps import WithHostFacts, gate, spending_for, sweep_on
-from gpubench.bench.teardown import Rented, bench_ledger, money, rent_sweep_teardown, teardown
+from gpubench.bench.teardown import Rented, bench_ledger, rent_sweep_teardown, teardown
 from gpubench.store.results import ResultsStore
 
 if TYPE_CHECKING:
@@ -60,14 +61,10 @@ def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, s
                   consent: "Consent | None" = None) -> BenchResult:
     """One machine: rent it (from `offers`, in order, each within `consent`), sweep on
     it, take it down; then its records gain what it cost, estimated and billed."""
-    from gpubench.lifecycle.budget import say_hours
-
     best = offers[0]
     echo(f"renting {best.gpu_count}x {best.gpu_name} on {req.provider} "
          f"({best.instance_type or best.offer_id}) at ${best.price_per_hour:.2f}/h")
-    echo(f"plan: {plan.estimate.describe()}; the machine stops itself after "
-         f"{say_hours(plan.max_hours)} unless a gpubench run is active on it"
-         + (f"; budget {money(budget)}" if budget is not None else ""))
+    echo(f"plan: {plan.estimate.describe()}; the machine {stops_itself(plan.max_hours)}{budget_note(budget)}")
     result = BenchResult(name=name)
     started = time.time()
 

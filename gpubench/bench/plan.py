@@ -62,11 +62,11 @@ class BenchPlan:
         best = self.offers[0]
         if self.hosts == 1:
             return (f"{best.gpu_count}x {best.gpu_name} at {format_dollars(best.price_per_hour)}/h: "
-                    f"{self.estimate.describe()}; it {_stops(self.max_hours)}{_ceiling(self.budget)}")
+                    f"{self.estimate.describe()}; it {stops_itself(self.max_hours)}{budget_note(self.budget)}")
         return (f"{self.hosts} machines of {best.gpu_count}x {best.gpu_name} on distinct hosts, "
                 f"about {format_dollars(self.total_dollars)} for all {self.hosts}; each at "
-                f"{self._price_range()}/h: {self.estimate.describe()}; each {_stops(self.max_hours)}"
-                f"{_ceiling(self.budget)}")
+                f"{self._price_range()}/h: {self.estimate.describe()}; each {stops_itself(self.max_hours)}"
+                f"{budget_note(self.budget)}")
 
     def _price_range(self) -> str:
         low, high = self.offers[0].price_per_hour, self.highest_price
@@ -97,16 +97,18 @@ class ClusterBenchPlan:
         return (f"{self.size} machines of {self.placement.describe()} in one cluster, about "
                 f"{format_dollars(self.total_dollars)} for all {self.size}; each at "
                 f"{format_dollars(self.placement.price_per_hour)}/h: {self.estimate.describe()}; each "
-                f"{_stops(self.max_hours)}{_ceiling(self.budget)}")
+                f"{stops_itself(self.max_hours)}{budget_note(self.budget)}")
 
 
-def _stops(max_hours: float) -> str:
+def stops_itself(max_hours: float) -> str:
+    """What a machine of the plan does at its deadline, as the plan and the bench say it."""
     from gpubench.lifecycle.budget import say_hours
 
     return f"stops itself after {say_hours(max_hours)} unless a gpubench run is active on it"
 
 
-def _ceiling(budget: float | None) -> str:
+def budget_note(budget: float | None) -> str:
+    """"; budget $X" where the plan has one."""
     return f"; budget {format_dollars(budget)}" if budget is not None else ""
 
 
@@ -128,7 +130,7 @@ def plan_bench(req: BenchRequest, provider=None) -> BenchPlan:
     from gpubench.lifecycle import budget
     from gpubench.lifecycle.provision import connect_and_plan
 
-    ceiling = _checked_ceiling(req)
+    ceiling = _checkedbudget_note(req)
     check_hosts(req.hosts)
     prov, offers = connect_and_plan(provision_request(req), provider)
     best = offers[0]
@@ -148,7 +150,7 @@ def plan_cluster_bench(req: BenchRequest, nodes: list[int], provider=None) -> Cl
     from gpubench.lifecycle.cluster_placement import ClusterRequest, connect_and_place
 
     check_nodes(nodes, req.hosts)
-    ceiling = _checked_ceiling(req)
+    ceiling = _checkedbudget_note(req)
     size = max(nodes)
     creq = ClusterRequest(provision_request(req, req.name), size)
     prov, place = connect_and_place(creq, provider)
@@ -172,7 +174,7 @@ def planned_points(gpus: int, req: BenchRequest, nodes: list[int] | None = None)
     return [p for p in asked if p.procs_per_node <= gpus] or asked[:1]
 
 
-def _checked_ceiling(req: BenchRequest) -> float | None:
+def _checkedbudget_note(req: BenchRequest) -> float | None:
     """The provider and the deadline checked; the budget: --budget, else [defaults]."""
     from gpubench.lifecycle import budget, watchdog
     from gpubench.providers import registry

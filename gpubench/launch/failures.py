@@ -312,6 +312,12 @@ def _name(sig: int) -> str:
         return f"signal {sig}"
 
 
+def last_words(tail: list[str]) -> str:
+    """The script's own last line, for any run (one that exited 0 too): not the probe's,
+    not torch's log or torchrun's report of a failed worker, torch's rank prefix removed."""
+    return _last_words([WORKER_PREFIX.sub("", line) for line in tail if PROBE_PREFIX not in line])
+
+
 def _last_words(tail: list[str]) -> str:
     return next((t.strip() for t in reversed(_workers_part(tail))
                  if t.strip() and not TORCH_LOG_LINE.match(t.strip())), "")

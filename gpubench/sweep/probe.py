@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from gpubench.launch.failures import TORCH_LOG_LINE
 from gpubench.workloads.script_probe import PREFIX
 
 ALONE = "alone"  # the failure kind of a run whose processes did not train together
@@ -83,12 +82,3 @@ def _why_alone(reports: ProbeReports, last_words: str) -> str:
                 "without GPUs, Accelerator(cpu=True) forms a gloo group")
     said = f" (its last words: {last_words[:160]})" if last_words else ""
     return f"; it never called torch.distributed.init_process_group{said}"
-
-
-def last_words(tail: list[str]) -> str:
-    """The script's own last line of output: not a probe's, not torch's log."""
-    for line in reversed(tail):
-        text = line.strip()
-        if text and PREFIX not in text and not TORCH_LOG_LINE.match(text):
-            return text
-    return ""

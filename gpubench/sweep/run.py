@@ -28,9 +28,9 @@ from gpubench.sweep import events
 from gpubench.sweep import runlogs
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
-from gpubench.launch.failures import Failure, stop_reason
+from gpubench.launch.failures import Failure, last_words, stop_reason
 from gpubench.launch.points import sweep_points
-from gpubench.sweep.probe import ALONE, ProbeReports, last_words, verdict
+from gpubench.sweep.probe import ALONE, ProbeReports, verdict
 from gpubench.sweep.records import finish_record
 from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef

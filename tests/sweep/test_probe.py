@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gpubench.sweep.probe import ProbeReports, last_words, verdict
+from gpubench.launch.failures import last_words
+from gpubench.sweep.probe import ProbeReports, verdict
 from gpubench.workloads.script_probe import PREFIX
 
 
