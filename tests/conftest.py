@@ -59,11 +59,15 @@ class CliResult(NamedTuple):
 
 
 @pytest.fixture
-def cli(capsys):
+def cli(capsys, monkeypatch):
     """cli('report', '--format', 'json') -> (exit code, stdout, stderr) of that one
-    command, run in-process through gpubench.cli.main."""
+    command, run in-process through gpubench.cli.main; a run of a user's script starts
+    beside it, as a user's would (it watches its working directory: never the repository)."""
     def run(*args: str) -> CliResult:
         capsys.readouterr()  # only this command's output
+        scripts = [Path(a) for a in args if a.endswith(".py") and Path(a).is_absolute()]
+        if scripts:
+            monkeypatch.chdir(scripts[0].parent)
         try:
             main(list(args))
             code = 0

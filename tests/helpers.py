@@ -55,13 +55,23 @@ def _command(args: tuple[str, ...]) -> list[str]:
     return [GPUBENCH, *args]
 
 
+def _cwd(args: tuple[str, ...], cwd: Path | str | None) -> Path | str:
+    """Where a test's gpubench starts: as given, else beside the script it runs (where a
+    user runs it from: a run of a user's script watches its working directory and moves
+    aside what appears there), else the repository."""
+    if cwd is not None:
+        return cwd
+    scripts = [Path(a) for a in args if a.endswith(".py") and Path(a).is_absolute()]
+    return scripts[0].parent if scripts else REPO
+
+
 def _environment(env: dict[str, str] | None) -> dict[str, str]:
     """The test's own environment (its isolated directories, no provider variables),
     plus `env`."""
     return {**os.environ, **(env or {})}
 
 
-def run_gpubench(*args: str, cwd: Path | str = REPO, env: dict[str, str] | None = None,
+def run_gpubench(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None,
                  timeout: float = 120) -> subprocess.CompletedProcess:
     """`gpubench ARGS` in a child process, run to its end, output captured as text.
 
@@ -69,17 +79,18 @@ def run_gpubench(*args: str, cwd: Path | str = REPO, env: dict[str, str] | None 
     starts and stops, the installed entry point. Everything else runs in-process
     through the `cli` fixture."""
     return subprocess.run(_command(args), capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd, env=_environment(env))
+                          cwd=_cwd(args, cwd), env=_environment(env))
 
 
-def start_gpubench(*args: str, cwd: Path | str = REPO, env: dict[str, str] | None = None,
+def start_gpubench(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None,
                    **popen) -> subprocess.Popen:
     """`gpubench ARGS` started and left running, to be read from, signalled or killed;
     stdout and stderr are text pipes unless `popen` says otherwise."""
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
     popen.setdefault("preexec_fn", ctrl_c_as_at_a_terminal)
-    return subprocess.Popen(_command(args), text=True, cwd=cwd, env=_environment(env), **popen)
+    return subprocess.Popen(_command(args), text=True, cwd=_cwd(args, cwd), env=_environment(env),
+                            **popen)
 
 
 def ctrl_c_as_at_a_terminal() -> None:
