@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from typing import Callable, ContextManager
 
 import typer
 
@@ -38,3 +40,17 @@ def rent_question(offer, provider: str, tail: str = "") -> str:
 def ask(question: str) -> bool:
     """A yes/no question in the middle of a command (default no)."""
     return typer.confirm(question, default=False)
+
+
+def asker(yes: bool, around: Callable[[], ContextManager] = contextlib.nullcontext
+          ) -> Callable[[str], bool] | None:
+    """How a command asks a yes/no question in the middle of its work (default no), each
+    asked inside `around()` (a live display paused, the prompt off a JSON stdout); None
+    where no one is to be asked: under --yes, or with no terminal to ask on."""
+    if yes or not sys.stdin.isatty():
+        return None
+
+    def asking(question: str) -> bool:
+        with around():
+            return ask(question)
+    return asking

@@ -82,7 +82,8 @@ PREFLIGHT_HELP = ("Check the machine first (nvidia-smi: GPUs, ECC, throttling, P
 NoPreflightOpt = Annotated[bool, typer.Option("--no-preflight", help=NO_PREFLIGHT_HELP)]
 PreflightOpt = Annotated[bool, typer.Option("--preflight", help=PREFLIGHT_HELP)]
 # run --on: use a machine that failed the preflight check without asking.
-PROCEED_HELP = "Use a machine that fails --preflight without asking."
+PROCEED_HELP = ("Use a machine that fails --preflight without asking; after a run that hit "
+                "--timeout, skip the larger counts without asking.")
 ProceedOpt = Annotated[bool, typer.Option("--yes", "-y", help=PROCEED_HELP)]
 
 # An instance gpubench already has (down, ssh); required where no default is given.

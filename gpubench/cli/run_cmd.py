@@ -4,8 +4,9 @@ launcher factory reads --on), record, report."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 
@@ -58,6 +59,7 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
     from dataclasses import replace
 
     from gpubench import suite
+    from gpubench.cli.confirm import asker
     from gpubench.cli.progress import progress_for
     from gpubench.launch.factory import LaunchOptions, open_launcher, read_on, scheme_options
     from gpubench.launch.points import check_asked, counts_asked, sweep_points
@@ -87,7 +89,10 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
             output.say(text)
             output.emit({"dry_run": True, "sbatch": text})
             return
-        plan, result = sweep_new_run(launcher, ref, points, args, store, say, timeout, force, repeat)
+        # after a run that hit --timeout: ask before the larger counts (none asked under --yes)
+        ask = asker(yes, lambda: _asking(say, output))
+        plan, result = sweep_new_run(launcher, ref, points, args, store, say, timeout, force, repeat,
+                                     ask)
     _report(output, store, plan, result, ref.name)
 
 
@@ -109,6 +114,14 @@ def _report(output, store, plan, result, workload: str) -> None:
                                  all_ok=result.all_ok))
     if not result.all_ok:
         raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _asking(progress, output) -> Iterator[None]:
+    """A question in the middle of the sweep: the live display paused, the prompt off a
+    JSON stdout."""
+    with progress.paused(), output.prompts():
+        yield
 
 
 def _preflight(target, remote_python: str, yes: bool, out) -> None:

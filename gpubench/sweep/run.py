@@ -13,7 +13,9 @@ With --repeat K each point runs K times, the points taking turns (1, 2, 1, 2,
 that fails is not run again. Every run's whole output is kept beside its records
 (runlogs). A failure that will repeat at every point (a usage error, a missing
 module or file) stops the sweep, as does a user's script that changed files its
-next run would start from.
+next run would start from. A run quiet for a while says so as it waits; one that hit
+--timeout skips the larger counts after it unless the user, asked, says to run them
+(gpubench.sweep.waits).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from gpubench.launch.failures import Failure, last_words, stop_reason
 from gpubench.launch.points import sweep_points
 from gpubench.sweep.probe import ALONE, ProbeReports, verdict
 from gpubench.sweep.records import finish_record
+from gpubench.sweep.waits import QUIET_AFTER_S, TIMEOUT_KIND, QuietWatch, TimedOut, goes_on, larger_ahead
 from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
 
@@ -75,6 +78,7 @@ class SweepPlan:
     invocation: str = field(default_factory=lambda: " ".join(["gpubench", *sys.argv[1:]]))
     force: bool = False  # run points that already have an ok record too
     repeat: int = 1  # runs of each point
+    quiet_after: float = QUIET_AFTER_S  # seconds without a line of output before a run says so
 
     def __post_init__(self) -> None:
         bad = [p for p in self.points if not isinstance(p, SweepPoint)]
@@ -130,15 +134,20 @@ def recorded_points(records: list[dict], plan: SweepPlan, machine: Machine,
     return found
 
 
+Ask = Callable[[str], bool]  # a yes/no question put to the user; True: yes
+
+
 def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
-          echo: Callable[[str], None]) -> SweepResult:
+          echo: Callable[[str], None], ask: Ask | None = None) -> SweepResult:
     """Get the workload to the machine, then run each point of the plan in turn,
     plan.repeat times; every run gets a record, ok or failed.
 
     A point that already has plan.repeat ok records is skipped unless plan.force
     (one with fewer runs only the missing ones), so a sweep that stopped half-way
     (a lost machine, Ctrl-C) resumes at its first run without one when it is run
-    again. Points the machine cannot hold are skipped with a line saying why.
+    again. Points the machine cannot hold are skipped with a line saying why. After
+    a run that hit the timeout, the larger counts run only if `ask` says yes (None:
+    no one to ask, and they are skipped).
     """
     machine = launcher.machine()
     result = SweepResult()
@@ -162,28 +171,47 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
     launcher.prepare(workload)
     failed: set[SweepPoint] = set()
     warned: set[str] = set()
-    runs = _Runs(sum(plan.repeat - have[p] for p in todo))
-    for repeat in range(1, plan.repeat + 1):
-        for point in todo:
-            if point in failed or repeat <= have[point] or point in result.dropped:
-                continue  # a failed point is not run again; earlier runs count
-            why_not = misfit(point, launcher.machine())
-            if why_not:  # it fitted when the sweep began: the machine lost a node since
-                result.dropped[point] = f"{why_not} now"
-                echo(result.dropped[point])
-                continue
-            runs.index += 1
-            stop = _run_one(launcher, plan, workload, machine, point, repeat, identity, store,
-                            echo, result, warned, runs)
-            if result.records and result.records[-1]["status"] != "ok":
-                failed.add(point)
-            if stop and _goes_on_at_its_count(runs.failure, point, todo, failed, result, echo):
-                stop = None
-            if stop:
-                result.stopped = stop
-                echo(stop)
-                return result
+    # the points take turns, each run once per round; earlier runs count
+    schedule = [(repeat, point) for repeat in range(1, plan.repeat + 1) for point in todo
+                if repeat > have[point]]
+    runs = _Runs(len(schedule))
+    for at, (repeat, point) in enumerate(schedule):
+        if point in failed or point in result.dropped:
+            continue  # a failed point is not run again
+        why_not = misfit(point, launcher.machine())
+        if why_not:  # it fitted when the sweep began: the machine lost a node since
+            result.dropped[point] = f"{why_not} now"
+            echo(result.dropped[point])
+            continue
+        runs.index += 1
+        stop = _run_one(launcher, plan, workload, machine, point, repeat, identity, store,
+                        echo, result, warned, runs)
+        if result.records and result.records[-1]["status"] != "ok":
+            failed.add(point)
+        if stop and _goes_on_at_its_count(runs.failure, point, todo, failed, result, echo):
+            stop = None
+        if stop:
+            result.stopped = stop
+            echo(stop)
+            return result
+        if runs.failure is not None and runs.failure.kind == TIMEOUT_KIND:
+            _after_timeout(plan, point, [p for _, p in schedule[at + 1:]], failed, result, echo, ask)
     return result
+
+
+def _after_timeout(plan: SweepPlan, point: SweepPoint, later: list[SweepPoint], failed: set[SweepPoint],
+                   result: SweepResult, echo: Callable[[str], None], ask: Ask | None) -> None:
+    """A run that hit the timeout: the larger counts still to run would most likely spend
+    the same limit each. They run if the user says so; else they are dropped in one line,
+    and the sweep goes on only with the smaller counts' repeats, if any."""
+    timed_out = TimedOut(plan.workload.name, point, plan.timeout,
+                         larger_ahead(point, later, failed | set(result.dropped)))
+    if not timed_out.ahead or goes_on(timed_out, ask):
+        return
+    for other in timed_out.ahead:
+        result.dropped[other] = timed_out.skipped(other)
+    result.stopped = timed_out.stop_line()
+    echo(result.stopped)
 
 
 def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine: Machine,
@@ -201,8 +229,10 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
                           f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"])
 
     reports = None if plan.workload.in_suite else ProbeReports()
+    quiet = QuietWatch(echo, f"{plan.workload.name} at {where}", plan.quiet_after, plan.timeout)
 
     def on_line(line: str) -> None:
+        quiet.heard()  # any line, the probe's too: the run is not stuck
         if reports is not None and reports.take(line):
             return  # what a process of the script did, for the verdict below: not its output
         step = events.step_from_line(line, prefix)
@@ -217,7 +247,8 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
                            workload=plan.workload.name, where=where, index=runs.index,
                            total=runs.total, provider=machine.provider, gpu_name=machine.gpu_name,
                            price_per_hour=machine.price_per_hour))
-    outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
+    with quiet:
+        outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
     if reports is not None:
         outcome = judged(outcome, reports, point)
     runs.failure = outcome.failure
@@ -237,6 +268,13 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
             echo(f"{prefix}its whole output: gpubench logs {plan.run_id} {point.world_size}")
     if record.get("machine_busy"):
         echo(f"{prefix}note: the machine was busy: {record['machine_busy']}")
+    return _stop_after(outcome, point, prefix, where, echo, warned)
+
+
+def _stop_after(outcome: RunOutcome, point: SweepPoint, prefix: str, where: str,
+                echo: Callable[[str], None], warned: set[str]) -> str | None:
+    """Why the sweep must stop after this run (files it changed, a failure that will
+    repeat, processes that did not train together), or None."""
     stop = _files_left(outcome, prefix, where, echo, warned)
     if stop:
         return stop
@@ -340,17 +378,17 @@ class NothingFitsError(GpubenchError):
 def sweep_new_run(launcher: Launcher, workload: WorkloadRef, points: list[SweepPoint] | None,
                   workload_args: list[str], store: ResultsStore, echo: Callable[[str], None],
                   timeout: float = DEFAULT_TIMEOUT_S, force: bool = False,
-                  repeat: int | None = None) -> tuple[SweepPlan, SweepResult]:
+                  repeat: int | None = None, ask: Ask | None = None) -> tuple[SweepPlan, SweepResult]:
     """Sweep `workload` as a new run over `points` (None: the machine's default
     points), `repeat` times each (None: default_repeats), and return the plan (its
     run id) and what was recorded. A sweep whose every point was already recorded
     runs nothing and is no error; one whose no point fits the machine raises
-    NothingFitsError."""
+    NothingFitsError. `ask`: as for sweep."""
     machine = launcher.machine()
     chosen = points or sweep_points(machine)
     plan = SweepPlan(workload, chosen, list(workload_args), new_run_id(), timeout, force=force,
                      repeat=repeat or default_repeats(machine))
-    result = sweep(launcher, plan, store, echo)
+    result = sweep(launcher, plan, store, echo, ask)
     if not result.records and not result.skipped:
         raise NothingFitsError("no GPU count of the sweep fits this machine")
     return plan, result

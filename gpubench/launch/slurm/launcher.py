@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from gpubench.launch.base import Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args
-from gpubench.launch.failures import RunFacts, explain
+from gpubench.launch.failures import Failure, RunFacts, explain
 from gpubench.launch.slurm import script as scripts
 from gpubench.launch.slurm import states
 from gpubench.launch.slurm.commands import Shell, Slurm
@@ -191,7 +191,9 @@ class SlurmLauncher(Launcher):
         code = 0 if error is None else _exit_number(state.exit_code)
         command = ["sbatch", spec.script_path]
         output_tail = followed.output_tail + err_text.splitlines()[-50:]
-        return RunOutcome(code, {**(record or {}), **fields}, command, elapsed, error, output_tail)
+        failure = Failure(error, "timeout") if followed.timed_out else None   # the sweep asks before larger counts
+        return RunOutcome(code, {**(record or {}), **fields}, command, elapsed, error, output_tail,
+                          failure=failure)
 
     def _slurm_fields(self, spec: JobSpec, job_id: str, state: JobState, kept: str | None,
                       error_tail: list[str]) -> dict:
