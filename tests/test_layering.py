@@ -31,6 +31,8 @@ LAYERS = [
     "gpubench.remote",       # SSH, rsync, the hosts of the ledger
     "gpubench.lifecycle",    # rent: provision, preflight, watchdog, terminate, down
     "gpubench.launch",       # launch: the launchers, the points of a sweep
+    "gpubench.predict",      # know before you pay: the performance model, from records and tables
+    #                          (a user's script: from a short calibration run by the local launcher)
     "gpubench.sweep",        # sweep: run the points, complete the records
     "gpubench.bench",        # rent, sweep and give back in one call
     "gpubench.report",       # report: tables, plots, HTML from the records

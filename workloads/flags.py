@@ -219,6 +219,9 @@ DEVICE_SIZES: dict[str, dict[str, dict[str, int]]] = {
                 CPU: {"batch_size": 1, "block_size": 256, "warmup": 2}},
 }
 CPU_DEFAULT_STEPS = {"resnet-ddp": 10, "gpt-ddp": 5}  # without --steps on a CPU
+# Without --steps or --epochs on a GPU (an epoch of ImageNet or OpenWebText is hours):
+# the report derives epoch time from throughput.
+GPU_DEFAULT_STEPS = {"resnet-ddp": 200, "gpt-ddp": 50}
 
 
 def size_for_device(workload: str, args: argparse.Namespace, device_type: str) -> str | None:

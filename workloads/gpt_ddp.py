@@ -40,7 +40,7 @@ import metrics
 WORKLOAD = "gpt-ddp"
 # sequences per GPU: 8 (nanoGPT uses 12 with gradient accumulation); 2 of 256 tokens on a CPU
 OPENWEBTEXT_TRAIN_TOKENS = 9_035_582_198  # nanoGPT's prepared train.bin
-DEFAULT_STEPS = 50  # without --steps or --epochs (an epoch is days of GPU time)
+DEFAULT_STEPS = flags.GPU_DEFAULT_STEPS["gpt-ddp"]  # without --steps or --epochs
 
 
 @dataclass
@@ -186,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
             samples_per_step=tokens_per_step, epoch_samples=OPENWEBTEXT_TRAIN_TOKENS,
-            unit="tokens/s",
-            extra={"model": "gpt", **asdict(cfg), "params": trainer.n_params, "data": "synthetic",
+            unit="tokens/s", model=trainer.model,
+            extra={"model": "gpt", **asdict(cfg), "non_embedding_params": trainer.n_params,
+                   "data": "synthetic",
                    "sequences_per_gpu": args.batch_size, "tokens_per_step": tokens_per_step,
                    "steps_per_epoch": steps_per_epoch, "epochs": steps / steps_per_epoch,
                    "tf32": args.tf32, "flops_per_token": flops_per_token, "size": size,

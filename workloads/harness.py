@@ -316,12 +316,24 @@ def device_name(ctx: Dist) -> str:
     return "cpu"
 
 
+def model_sizes(model: torch.nn.Module | None) -> dict:
+    """The parameters of the (DDP-wrapped) model, each once (a tied weight is one), and
+    the bytes of gradient DDP all-reduces each step: those that require grad, in their
+    own dtype (fp32 under autocast too). Null without a model (a bandwidth test)."""
+    if model is None:
+        return {"params": None, "grad_bytes": None}
+    params = list(model.parameters())
+    return {"params": sum(p.numel() for p in params),
+            "grad_bytes": sum(p.numel() * p.element_size() for p in params if p.requires_grad)}
+
+
 def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: StepTimer,
                  steps: int, samples_per_step: int, epoch_samples: int | None,
-                 unit: str = "samples/s", extra: dict | None = None) -> dict:
+                 unit: str = "samples/s", model: torch.nn.Module | None = None,
+                 extra: dict | None = None) -> dict:
     """The workload's half of a result record (its fields: record_schema.FIELDS, filled
-    by the workload); gpubench adds provider, price and cost. `extra` holds the
-    workload's own fields."""
+    by the workload); gpubench adds provider, price and cost. `model` (the DDP-wrapped
+    one) gives params and grad_bytes; `extra` holds the workload's own fields."""
     step_s = timer.step_seconds()
     wall = max_across_ranks(timer.window_seconds, ctx.device)
     samples = samples_per_step * steps
@@ -352,6 +364,7 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
         "throughput_unit": unit,
         "threads_per_process": torch.get_num_threads(),
         "workload_argv": sys.argv[1:],
+        **model_sizes(model),
     }
     if ctx.device.type == "cuda":
         record["peak_memory_bytes"] = int(max_across_ranks(

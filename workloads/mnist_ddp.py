@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
             samples_per_step=args.batch_size * ctx.world_size,
-            epoch_samples=len(split), unit="images/s",
+            epoch_samples=len(split), unit="images/s", model=trainer.model,
             extra={"steps_per_epoch": trainer.steps_per_epoch,
                    "epochs": steps / trainer.steps_per_epoch, **shapes},
         )

@@ -159,6 +159,20 @@ FIELDS: tuple[Field, ...] = (
     F("largest_size_algbw", float, "GB/s", "the algorithm bandwidth at the largest message size",
       WORKLOAD, NUMBER, None, column=EVERY_ROW,
       heading=Heading("algbw there GB/s", tables=BANDWIDTH_TABLES)),
+    F("predicted_throughput", float, "throughput_unit", "the throughput the performance model "
+      "predicted for the configuration before the run, from the records written before it "
+      "(gpubench/predict); null where it had no basis", GPUBENCH, NUMBER, None, column=EVERY_ROW,
+      heading=Heading("predicted", when=SOME_ROW, tables=WORK_TABLES)),
+    F("prediction_error", float, "", "measured over predicted throughput, less one: +0.10 ran 10% "
+      "faster than predicted", REPORT, column=EVERY_ROW,
+      heading=Heading("vs pred.", when=SOME_ROW, tables=WORK_TABLES)),
+    F("predicted_basis", str, "", "the least certain input the prediction rests on: measured, "
+      "published, scaled, datasheet, assumed, or no basis", GPUBENCH, LABEL, "", column=EVERY_ROW,
+      heading=Heading("basis", when=SOME_ROW, tables=WORK_TABLES)),
+    F("predicted_low", float, "throughput_unit", "the low end of the prediction's interval", GPUBENCH),
+    F("predicted_high", float, "throughput_unit", "the high end of the prediction's interval", GPUBENCH),
+    F("predicted_bound_by", str, "", "what the prediction found the step bound by: compute, "
+      "communication or input", GPUBENCH),
     F("price_per_hour", float, "$/h", "the price of the GPUs the run used (a share of the "
       "machine); null when unknown, 0 on a free machine",
       GPUBENCH, NUMBER, None, ("price", "usd_per_hour", "dollars_per_hour", "hourly_price"),
@@ -238,6 +252,10 @@ FIELDS: tuple[Field, ...] = (
     F("backend", str, "", "the torch.distributed backend: nccl or gloo", WORKLOAD),
     F("compiled", bool, "", "the model ran under torch.compile", WORKLOAD),
     F("batch_per_gpu", int, "samples", "batch size of one process", WORKLOAD),
+    F("params", int, "parameters", "the model's parameters, each once (a tied weight is one); "
+      "null for a bandwidth test", WORKLOAD),
+    F("grad_bytes", int, "bytes", "the gradient DDP all-reduces each step: the bytes of the "
+      "parameters that require grad (fp32 under autocast too); null for a bandwidth test", WORKLOAD),
     F("global_batch", int, "samples", "batch size of one step over all processes", WORKLOAD),
     F("warmup_steps", int, "steps", "untimed steps before the timed window", WORKLOAD),
     F("steps", int, "steps", "timed steps", WORKLOAD),

@@ -188,10 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
             samples_per_step=args.batch_size * ctx.world_size, epoch_samples=len(data),
-            unit="ratings/s",
+            unit="ratings/s", model=trainer.model,
             extra={"model": "recsys-embedding", "data": data.source, "users": data.n_users,
                    "movies": data.n_movies, "ratings": len(data),
-                   "embedding_dim": args.embedding_dim, "params": trainer.n_params,
+                   "embedding_dim": args.embedding_dim,
                    "steps_per_epoch": trainer.steps_per_epoch,
                    "epochs": steps / trainer.steps_per_epoch},
         )

@@ -32,7 +32,7 @@ WORKLOAD = "resnet-ddp"
 # batch per GPU: 256, in the range MLPerf and NVIDIA's examples use (16 on a CPU: flags.DEVICE_SIZES)
 IMAGENET_TRAIN_IMAGES = 1_281_167
 SYNTHETIC_BATCHES = 4  # distinct random batches cycled through, made once on the device
-DEFAULT_STEPS = 200  # without --steps/--epochs; the report derives epoch time from throughput
+DEFAULT_STEPS = flags.GPU_DEFAULT_STEPS["resnet-ddp"]  # without --steps or --epochs
 
 # torchvision's table: (block, blocks per stage) for each depth
 ARCHS = {
@@ -167,9 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
             samples_per_step=global_batch, epoch_samples=IMAGENET_TRAIN_IMAGES, unit="images/s",
+            model=trainer.model,
             extra={"model": f"resnet{args.depth}", "depth": args.depth, "width": args.width,
                    "image_size": args.image_size, "num_classes": args.num_classes,
-                   "params": trainer.n_params, "memory_format": "channels_last",
+                   "memory_format": "channels_last",
                    "conv_tf32": torch.backends.cudnn.allow_tf32 and ctx.device.type == "cuda",
                    "data": "synthetic", "steps_per_epoch": steps_per_epoch,
                    "epochs": steps / steps_per_epoch, "size": size, **shapes},

@@ -60,7 +60,9 @@ def test_gpt(sweep):
         assert r["precision"] == "bf16" and r["throughput_unit"] == "tokens/s"
         assert r["tokens_per_step"] == 2 * 16 * world
         # N = 1 layer (12*16^2 + 2*16) + final LayerNorm 16 + wte 64*16 = 4,144
-        assert r["params"] == 4_144
+        assert r["non_embedding_params"] == 4_144
+        # the DDP model's: N + wpe 16*16, each an fp32 gradient (tied wte/lm_head once)
+        assert (r["params"], r["grad_bytes"]) == (4_144 + 256, 4 * (4_144 + 256))
         assert r["flops_per_token"] == 6 * 4_144 + 12 * 1 * 2 * 8 * 16
         assert r["model_tflops"] == pytest.approx(r["flops_per_token"] * r["tokens_per_s"] / 1e12)
         assert r["mfu"] is None and r["peak_tflops_per_gpu"] is None  # no peak for a CPU
