@@ -256,7 +256,9 @@ def _offer(row: dict, gpus: int | None, interruptible: bool) -> Offer | None:
 # names, and the ids of the machine and of its host (the machine is what a rented
 # instance runs on: records and the spread across hosts name it).
 HOST_FIGURES = ("pcie_bw", "inet_down", "inet_up", "direct_port_count", "gpu_ram", "gpu_total_ram",
-                "cpu_ram", "cpu_cores_effective", "cuda_max_good")
+                "cpu_ram", "cpu_cores_effective", "cuda_max_good",
+                # and the link figures the performance model reads (gpubench/predict/links.py)
+                "bw_nvlink", "pci_gen", "gpu_lanes")
 
 
 def _host_figures(row: dict) -> dict:

@@ -14,6 +14,15 @@ were wrapped in DDP or FSDP, and which training frameworks the script imported
 the run's output (gpubench.sweep.probe) and refuses, as a measurement, a run
 whose processes did not form one group of the expected size.
 
+With GPUBENCH_CALIBRATE_STEPS=N (N >= 2) it is a calibration run instead (gpubench
+advise of a user's script): on the model the script wraps in DDP or FSDP it counts
+the FLOPs of one whole training step (torch's FlopCounterMode from the forward call
+of step 2 to that of step 3: forward, backward and optimizer), the batch, the
+gradient bytes and the parameters, times the steps, and, where a DataLoader shows
+it, the samples of an epoch; after N steps it writes the probe line with a
+"calibration" object and ends the process (exit status 0) without finishing the
+script. Without the variable none of this is installed.
+
 Standard library and torch only: it is shipped with the suite to machines that
 have no gpubench. Nothing here changes what the script computes: the probes only
 note that a call happened, then make it.
@@ -27,10 +36,15 @@ import json
 import os
 import runpy
 import sys
+import time
+import weakref
 
 PREFIX = "GPUBENCH_PROBE "
+CALIBRATE_ENV = "GPUBENCH_CALIBRATE_STEPS"
+FLOP_STEP = 2  # the step whose FLOPs are counted: the first warms up (lazy init, caches)
 
 _seen = {"group": None, "wrapped": [], "accelerate": None}
+_calibration = None  # a _Calibration under GPUBENCH_CALIBRATE_STEPS, else None
 
 
 def _note_group() -> None:
@@ -68,10 +82,24 @@ def _before(function, note):
 
 
 def _wrapped(kind: str):
-    def note() -> None:
+    def note(model=None) -> None:
         _note_group()
         _seen["wrapped"].append(kind)
+        if _calibration is not None:
+            _calibration.watch(model)
     return note
+
+
+def _after_wrap(function, note, of_result: bool):
+    """`function` (a wrapper's __init__, or fully_shard), then `note` of the model it
+    wrapped: the instance itself (`self`, DDP's or FSDP's), or what it returned."""
+    @functools.wraps(function)
+    def probed(*args, **kwargs):
+        result = function(*args, **kwargs)
+        note(result if of_result else (args[0] if args else None))
+        return result
+    probed.__gpubench_probe__ = True
+    return probed
 
 
 def _install() -> None:
@@ -94,7 +122,9 @@ def _install() -> None:
             continue
         original = getattr(module, "fully_shard", None)
         if original is not None and not getattr(original, "__gpubench_probe__", False):
-            setattr(module, "fully_shard", _after(original, _wrapped("FSDP2")))
+            setattr(module, "fully_shard", _after_wrap(original, _wrapped("FSDP2"), of_result=True))
+    if _calibration is not None:
+        _calibration.install_loaders()
 
 
 def _wrap_init(module_name: str, class_name: str, kind: str) -> None:
@@ -105,7 +135,7 @@ def _wrap_init(module_name: str, class_name: str, kind: str) -> None:
     except Exception:
         return
     if not getattr(cls.__init__, "__gpubench_probe__", False):
-        cls.__init__ = _after(cls.__init__, _wrapped(kind))
+        cls.__init__ = _after_wrap(cls.__init__, _wrapped(kind), of_result=False)
 
 
 def _frameworks() -> dict:
@@ -135,11 +165,214 @@ def _report() -> None:
         "wrapped": sorted(set(_seen["wrapped"])),
         "frameworks": _frameworks(),
     }
+    if _calibration is not None:
+        try:
+            report["calibration"] = _calibration.summary()
+        except Exception:
+            report["calibration"] = None
     try:
         sys.stderr.write(PREFIX + json.dumps(report, sort_keys=True) + "\n")
         sys.stderr.flush()
     except Exception:
         pass
+
+
+# --------------------------------------------------------------------------- calibration
+class _Calibration:
+    """What one training step of the wrapped model costs, for gpubench's performance
+    model (gpubench/predict/calibrate.py). A step is a forward call, with gradients
+    on, of the first wrapped model whose forward runs (the root of nested FSDP; a
+    GAN's first network, whose next call closes the whole step). Evaluation under
+    no_grad is not a step."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.models: list = []  # every model wrapped, for the parameters
+        self.driver = None  # weakref to the model whose forward calls are the steps
+        self.starts: list[float] = []  # perf_counter at each step's forward call
+        self.batch = None
+        self.counter = None  # FlopCounterMode while it counts
+        self.flops = None
+        self.window = None  # "step": closed by the next step; "exit": by the script's end
+        self.datasets = {"largest": None, "feeding": None, "iterated": None}
+        self.iterators: list = []  # weakrefs, so workers can be stopped at the early exit
+
+    @classmethod
+    def from_env(cls):
+        try:
+            steps = int(os.environ.get(CALIBRATE_ENV, "") or 0)
+        except ValueError:
+            return None
+        return cls(max(steps, FLOP_STEP)) if steps > 0 else None
+
+    def watch(self, model) -> None:
+        try:
+            import torch
+
+            if isinstance(model, (list, tuple)):  # fully_shard([a, b])
+                for one in model:
+                    self.watch(one)
+                return
+            if not isinstance(model, torch.nn.Module) or any(m is model for m in self.models):
+                return
+            import torch.utils.flop_counter  # noqa: F401 (imported now, not within a step)
+
+            self.models.append(model)
+            model.register_forward_pre_hook(self._on_forward, with_kwargs=True)
+        except Exception:
+            pass
+
+    def _on_forward(self, model, args, kwargs):
+        try:
+            import torch
+
+            if not torch.is_grad_enabled():
+                return None
+            if self.driver is None:
+                self.driver = weakref.ref(model)
+            elif self.driver() is not model:
+                return None
+            self.starts.append(time.perf_counter())
+            step = len(self.starts)
+            if step == FLOP_STEP:
+                self.batch = _batch_of(args, kwargs)
+                self.datasets["feeding"] = self.datasets["iterated"]
+                self._start_counting()
+            elif step == FLOP_STEP + 1:
+                self._stop_counting("step")
+            if step == self.steps + 1:
+                self._finish()
+        except Exception:
+            pass
+        return None
+
+    def _start_counting(self) -> None:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        counter = FlopCounterMode(display=False)
+        counter.__enter__()
+        self.counter = counter
+
+    def _stop_counting(self, window: str) -> None:
+        """Leave the counter where it can be left: a dispatch mode leaves the stack from
+        its top, so one entered above it since (by the script) keeps it in."""
+        import torch.utils._python_dispatch as dispatch
+
+        counter, self.counter = self.counter, None
+        if counter is None or dispatch._get_current_dispatch_mode() is not counter.mode:
+            return
+        counter.__exit__(None, None, None)
+        self.flops, self.window = counter.get_total_flops(), window
+
+    def _finish(self) -> None:
+        """The report, then the end of the process: a script in the middle of its
+        training cannot be unwound, so os._exit, after its process group is gone
+        (torchrun would wait on a peer) and its DataLoader workers are stopped."""
+        _report()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        for ref in self.iterators:
+            try:
+                getattr(ref(), "_shutdown_workers", lambda: None)()
+            except Exception:
+                pass
+        try:
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                dist.destroy_process_group()
+        except Exception:
+            pass
+        os._exit(0)
+
+    def install_loaders(self) -> None:
+        """Note each DataLoader's dataset length (its whole length, whatever a
+        DistributedSampler gives this rank): the largest made, and the one iterated
+        last before the counted step, which is the one feeding the model."""
+        try:
+            from torch.utils.data import DataLoader
+        except Exception:
+            return
+        if getattr(DataLoader.__init__, "__gpubench_probe__", False):
+            return
+        init, iterate = DataLoader.__init__, DataLoader.__iter__
+
+        @functools.wraps(init)
+        def probed_init(loader, *args, **kwargs):
+            init(loader, *args, **kwargs)
+            size = _length(loader)
+            if size is not None and size > (self.datasets["largest"] or 0):
+                self.datasets["largest"] = size
+
+        @functools.wraps(iterate)
+        def probed_iter(loader):
+            iterator = iterate(loader)
+            try:
+                self.datasets["iterated"] = _length(loader)
+                self.iterators.append(weakref.ref(iterator))
+            except Exception:
+                pass
+            return iterator
+
+        probed_init.__gpubench_probe__ = probed_iter.__gpubench_probe__ = True
+        DataLoader.__init__, DataLoader.__iter__ = probed_init, probed_iter
+
+    def summary(self) -> dict:
+        if self.counter is not None:  # the script ended within the counted step
+            self._stop_counting("exit")
+        params, grad_bytes = _parameters(self.models)
+        gaps = [b - a for a, b in zip(self.starts, self.starts[1:])]
+        timed = gaps[FLOP_STEP:] or gaps[FLOP_STEP - 1:]  # not the warm-up, nor the counted one
+        batch, flops = self.batch, self.flops
+        return {"flops_per_step": flops, "batch": batch,
+                "flops_per_sample": flops / batch if flops is not None and batch else None,
+                "flops_window": self.window, "grad_bytes": grad_bytes, "params": params,
+                "cpu_step_s": sum(timed) / len(timed) if timed else None,
+                "epoch_samples": self.datasets["feeding"] or self.datasets["largest"],
+                "steps_seen": len(self.starts), "steps_asked": self.steps}
+
+
+def _batch_of(args, kwargs):
+    """Dim 0 of the forward call's first tensor (looking one level into a dict, list
+    or tuple: model(**batch), model(batch) of a collate function's dict)."""
+    import torch
+
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, dict):
+            candidates = list(value.values())
+        else:
+            candidates = list(value) if isinstance(value, (list, tuple)) else [value]
+        for candidate in candidates:
+            if isinstance(candidate, torch.Tensor) and candidate.dim() > 0:
+                return int(candidate.shape[0])
+    return None
+
+
+def _length(loader):
+    try:
+        return int(len(loader.dataset))
+    except Exception:  # an IterableDataset: no length
+        return None
+
+
+def _parameters(models: list) -> tuple:
+    """(parameters, bytes of the gradients DDP/FSDP reduce): each parameter once, however
+    many wrapped models hold it (nested FSDP)."""
+    if not models:
+        return None, None
+    seen, params, grad_bytes = set(), 0, 0
+    for model in models:
+        for p in model.parameters():
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            params += p.numel()
+            if p.requires_grad:
+                grad_bytes += p.numel() * p.element_size()
+    return params, grad_bytes
 
 
 def main(argv: list[str]) -> None:
@@ -149,6 +382,8 @@ def main(argv: list[str]) -> None:
     script = argv[0]
     sys.argv = list(argv)
     sys.path[0] = os.path.dirname(os.path.abspath(script))
+    global _calibration
+    _calibration = _Calibration.from_env()
     _install()
     atexit.register(_report)
     runpy.run_path(script, run_name="__main__")

@@ -24,6 +24,7 @@ from gpubench.bench.request import BenchRequest, BenchResult
 from gpubench.bench.sweeps import WithHostFacts, gate, spending_for, sweep_on
 from gpubench.bench.teardown import Rented, bench_ledger, money, rent_sweep_teardown, teardown
 from gpubench.store.results import ResultsStore
+from gpubench.sweep.predicted import WithPredictions
 
 Echo = Callable[[str], None]
 
@@ -59,6 +60,7 @@ def _rent_and_sweep(req: BenchRequest, plan: ClusterBenchPlan, store: ResultsSto
     echo(network_line(req.provider, outcome.hosts))
     spending = spending_for(ledger, head.row_id,
                             plan.budget / plan.size if plan.budget is not None else None)
+    store = WithPredictions(store, place.offers[0])
     _sweeps(req, plan, outcome.name, WithHostFacts(store, {"cluster": outcome.name}), echo, result,
             spending)
 
@@ -68,4 +70,5 @@ def _sweeps(req: BenchRequest, plan: ClusterBenchPlan, cluster: str, store, echo
     from gpubench.launch.points import CountsAsked, sweep_points
 
     asked = CountsAsked(nodes=plan.nodes, per_node=req.counts, per_node_flag="--counts")
-    sweep_on(cluster, lambda machine: sweep_points(machine, asked), req, store, echo, result, spending)
+    sweep_on(cluster, lambda machine: sweep_points(machine, asked), req, store, echo, result, spending,
+             forecast=plan.forecast)

@@ -32,6 +32,7 @@ from gpubench.bench.request import BenchRequest, BenchResult
 from gpubench.bench.sweeps import WithHostFacts, gate, spending_for, sweep_on
 from gpubench.bench.teardown import Rented, bench_ledger, rent_sweep_teardown, teardown
 from gpubench.store.results import ResultsStore
+from gpubench.sweep.predicted import WithPredictions
 
 if TYPE_CHECKING:
     from gpubench.lifecycle.consent import Ask, Consent
@@ -95,9 +96,10 @@ def _rent_and_sweep(req: BenchRequest, plan: BenchPlan, offers: list, name: str,
     facts.update({k: v for k, v in (("host_id", result.host_id),
                                     ("instance_id", result.instance_id)) if v is not None})
     sweep_on(host_from_entry(outcome.entry), lambda machine: sweep_points(machine, CountsAsked(gpus=req.counts)),
-             req, WithHostFacts(store, facts), echo, result,
+             req, WithHostFacts(WithPredictions(store, outcome.offer), facts), echo, result,
              spending_for(ledger, outcome.entry.row_id, budget),
-             force=req.force or req.hosts > 1)   # with --hosts, each host is measured
+             force=req.force or req.hosts > 1,   # with --hosts, each host is measured
+             forecast=plan.forecast)
 
 
 def _on_hosts(req: BenchRequest, plan: BenchPlan, name: str, store: ResultsStore, echo: Echo,

@@ -15,7 +15,7 @@ from gpubench.launch.base import Machine, NodeSpan, SweepPoint
 from gpubench.launch.points import CountsAsked, sweep_points
 
 if TYPE_CHECKING:
-    from gpubench.lifecycle.budget import Estimate
+    from gpubench.lifecycle.budget import Estimate, Forecast
     from gpubench.lifecycle.consent import Ask, Consent
     from gpubench.providers.common import Provider
 
@@ -32,6 +32,7 @@ class BenchPlan:
     max_hours: float
     budget: float | None
     hosts: int = 1
+    forecast: "Forecast | None" = None    # each run's predicted seconds on the plan's offer
 
     @property
     def total_dollars(self) -> float:
@@ -84,6 +85,7 @@ class ClusterBenchPlan:
     estimate: "Estimate"              # for one machine
     max_hours: float
     budget: float | None
+    forecast: "Forecast | None" = None
 
     @property
     def size(self) -> int:
@@ -137,10 +139,11 @@ def plan_bench(req: BenchRequest, provider=None) -> BenchPlan:
     if req.hosts > 1:
         offers = hosts.same_type(offers, best)
         hosts.check_enough(offers, req.hosts, req.provider)
+    forecast = forecaster(req, best)
     one = budget.estimate([w.name for w in req.workloads], planned_points(best.gpu_count or req.gpus, req),
-                          req.timeout, best.price_per_hour)
+                          req.timeout, best.price_per_hour, forecast)
     max_hours = _deadline(req, one, hosts.for_all(one, req.hosts), req.hosts, ceiling)
-    return BenchPlan(prov, offers, one, max_hours, ceiling, req.hosts)
+    return BenchPlan(prov, offers, one, max_hours, ceiling, req.hosts, forecast)
 
 
 def plan_cluster_bench(req: BenchRequest, nodes: list[int], provider=None) -> ClusterBenchPlan:
@@ -155,10 +158,29 @@ def plan_cluster_bench(req: BenchRequest, nodes: list[int], provider=None) -> Cl
     creq = ClusterRequest(provision_request(req, req.name), size)
     prov, place = connect_and_place(creq, provider)
     points = planned_points(place.gpu_count or req.gpus, req, nodes)
-    one = budget.estimate([w.name for w in req.workloads], points, req.timeout, place.price_per_hour)
-    all_of_them = budget.Estimate(one.runs, one.expected_s, one.price_per_hour * size)  # side by side
+    forecast = forecaster(req, place.offers[0])
+    one = budget.estimate([w.name for w in req.workloads], points, req.timeout, place.price_per_hour,
+                          forecast)
+    all_of_them = budget.Estimate(one.runs, one.expected_s, one.price_per_hour * size, one.basis)
     creq.machine.max_hours = _deadline(req, one, all_of_them, size, ceiling)
-    return ClusterBenchPlan(prov, creq, place, sorted(set(nodes)), one, creq.machine.max_hours, ceiling)
+    return ClusterBenchPlan(prov, creq, place, sorted(set(nodes)), one, creq.machine.max_hours, ceiling,
+                            forecast)
+
+
+def forecaster(req: BenchRequest, offer) -> "Forecast":
+    """Each run's predicted seconds and basis on `offer` (gpubench/predict/runs.py), from
+    the records as they stand now; None for a run the model has no basis for."""
+    from gpubench.predict.records import records_for_prediction
+    from gpubench.predict.runs import forecast
+    from gpubench.suite import args_for
+
+    records = records_for_prediction(req.results)[0]
+    args = {w.name: tuple(args_for(w, req.workload_args, req.per_workload_args)) for w in req.workloads}
+
+    def run_seconds(workload: str, point: SweepPoint) -> tuple[float, str] | None:
+        found = forecast(workload, args.get(workload, ()), offer, point.world_size, point.nodes, records)
+        return (found.seconds, found.basis) if found else None
+    return run_seconds
 
 
 def planned_points(gpus: int, req: BenchRequest, nodes: list[int] | None = None) -> list[SweepPoint]:

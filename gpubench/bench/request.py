@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gpubench.suite import WorkloadRef
 
@@ -35,6 +36,7 @@ class BenchRequest:
     parallel: bool = False            # sweep them at once rather than one after the other
     per_workload_args: dict[str, list[str]] = field(default_factory=dict)  # --args NAME="ARGS"
     any_gpu: bool = False             # --any-gpu: another GPU type may replace one that never boots
+    results: Path | None = None       # the results directory: the records predictions read
 
 
 @dataclass

@@ -16,7 +16,7 @@ PointsFor = Callable[[Machine], list[SweepPoint]]
 
 
 def sweep_on(target, points_for: PointsFor, req: BenchRequest, store: ResultsStore, echo: Echo,
-             result: BenchResult, spending=None, force: bool | None = None) -> None:
+             result: BenchResult, spending=None, force: bool | None = None, forecast=None) -> None:
     """Sweep every workload of the bench on a rented machine or cluster (`target`, an
     --on value for the launcher factory) at the points `points_for(machine)` gives,
     under the budget's `spending`; a budget reached ends the sweeps (result.budget_stop)."""
@@ -27,7 +27,7 @@ def sweep_on(target, points_for: PointsFor, req: BenchRequest, store: ResultsSto
 
     options = LaunchOptions(remote_python=req.remote_python, remote_dir=req.remote_dir, echo=echo)
     with open_launcher(target, options) as opened:
-        launcher = opened if spending is None else Budgeted(opened, spending)
+        launcher = opened if spending is None else Budgeted(opened, spending, forecast)
         machine = launcher.machine()
         points = points_for(machine)
         for workload in req.workloads:
@@ -86,9 +86,10 @@ class Budgeted:
     expected time would take the spending past it, and a run's time limit is cut to
     what the budget has left (a run stopped there is recorded as timed out)."""
 
-    def __init__(self, launcher, spending) -> None:
+    def __init__(self, launcher, spending, forecast=None) -> None:
         self._launcher = launcher
         self._spending = spending
+        self._forecast = forecast
 
     def machine(self):
         return self._launcher.machine()
@@ -99,7 +100,7 @@ class Budgeted:
     def run(self, workload, point, workload_args, on_line, timeout):
         from gpubench.lifecycle.budget import expected_run_s
 
-        limit = self._spending.allow(expected_run_s(workload.name, timeout), timeout,
+        limit = self._spending.allow(expected_run_s(workload.name, timeout, point, self._forecast), timeout,
                                      f"the next run ({workload.name} on {point.describe()})")
         return self._launcher.run(workload, point, workload_args, on_line, limit)
 

@@ -8,8 +8,9 @@ import sys
 import typer
 
 from gpubench import __version__
-from gpubench.cli import (bench_cmd, config_cmd, down_cmd, logs_cmd, ls_cmd, mock_cmd, offers_cmd,
-                          provision_cmd, providers_cmd, report_cmd, run_cmd, ssh_cmd, workloads_cmd)
+from gpubench.cli import (advise_cmd, bench_cmd, config_cmd, down_cmd, logs_cmd, ls_cmd, mock_cmd,
+                          offers_cmd, provision_cmd, providers_cmd, report_cmd, run_cmd, ssh_cmd,
+                          workloads_cmd)
 from gpubench.cli.render import err
 from gpubench.errors import GpubenchError
 
@@ -43,6 +44,7 @@ logs_cmd.register(app)
 workloads_cmd.register(app)
 mock_cmd.register(app)
 offers_cmd.register(app)
+advise_cmd.register(app)
 provision_cmd.register(app)
 ls_cmd.register(app)
 down_cmd.register(app)

@@ -72,7 +72,8 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
                        image, name, keep, force, timeout, remote_python, attempts=attempts,
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
-                       parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu)
+                       parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu,
+                       results=store.directory)
     if nodes is not None:   # refuses --hosts > 1, and a plan over the budget, before anything is rented
         plan = plan_cluster_bench(req, parse_counts(nodes, "--nodes"))
         machines = f"{plan.size} {gpus}-GPU machines in one cluster"

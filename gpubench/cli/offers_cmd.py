@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpubench.cli.options import (ColumnsOpt, FormatOpt, MachineGpusFilterOpt, MaxPriceOpt, OffersGpuOpt,
-                                  ProvidersArg, RegionOpt, WideOpt, table_fit)
+from gpubench.cli.options import (ROWS_SHOWN, ColumnsOpt, FormatOpt, MachineGpusFilterOpt, MaxPriceOpt,
+                                  OffersGpuOpt, ProvidersArg, RegionOpt, RowsOpt, WideOpt, table_fit)
 from gpubench.cli.render import check_format, err, out, render_rows
 from gpubench.cli.settings import flags_or_defaults
 
-DEFAULT_LIMIT = 20      # rows in a table or markdown; json and csv give all unless --limit
+DEFAULT_LIMIT = ROWS_SHOWN   # rows in a table or markdown; json and csv give all unless --limit
 COLUMNS = [("provider", "provider"), ("gpu", "gpu"), ("count", "gpus"), ("vram_gb", "GB/gpu"),
            ("price_per_hour", "$/h"), ("price_per_gpu_hour", "$/gpu/h"), ("region", "region"),
            ("available", "avail"), ("instance_type", "type")]
@@ -20,22 +20,31 @@ SPOT_COLUMN = ("interruptible", "spot")             # shown where spot and on-de
 RELIABILITY_COLUMN = ("reliability", "reliab")      # shown when sorted by it
 
 
+# With --workload: the offers in the order of the predicted cost or time of an epoch.
+PREDICTED_SORTS = {"cost-per-epoch": ("cheapest epoch first (needs --workload)", "cost"),
+                   "time-per-epoch": ("fastest epoch first (needs --workload)", "time")}
+PREDICTED_COLUMNS = [("predicted", "predicted"), ("epoch_time", "time/epoch"),
+                     ("epoch_cost", "$/epoch"), ("basis", "basis")]
+
+
 def _sort_help() -> str:
     from gpubench.offers import SORTS
 
-    return "Order: " + "; ".join(f"{name}: {words}" for name, (words, _) in SORTS.items()) + "."
+    orders = {**{name: words for name, (words, _) in SORTS.items()},
+              **{name: words for name, (words, _) in PREDICTED_SORTS.items()}}
+    return "Order: " + "; ".join(f"{name}: {words}" for name, words in orders.items()) + "."
 
 
 SortOpt = Annotated[str, typer.Option("--sort", help=_sort_help())]
-LimitOpt = Annotated[Optional[int], typer.Option(
-    "--limit", min=0, help=f"Rows to show; 0 for all [default: {DEFAULT_LIMIT} in a table or "
-                           f"markdown, all in json and csv].")]
 MinVramOpt = Annotated[Optional[float], typer.Option(
     "--min-vram", help="Least GPU memory per GPU, in GB (offers whose memory is unknown are left out).")]
 KindOpt = Annotated[str, typer.Option(
     "--kind", help="on-demand machines, spot (interruptible: Vast.ai bids, priced at the "
                    "lowest bid the host takes; Lambda and RunPod have none), or all.")]
 SpotOpt = Annotated[bool, typer.Option("--spot", "--interruptible", help="Same as --kind spot.")]
+WorkloadOpt = Annotated[Optional[str], typer.Option(
+    "--workload", help="A suite workload: add its predicted throughput, time and cost of an epoch "
+                       "on each offer (see 'gpubench advise').")]
 
 
 def offers(
@@ -48,10 +57,11 @@ def offers(
     kind: KindOpt = "on-demand",
     spot: SpotOpt = False,
     sort: SortOpt = "price",
-    limit: LimitOpt = None,
+    limit: RowsOpt = None,
     fmt: FormatOpt = "table",
     wide: WideOpt = False,
     columns: ColumnsOpt = None,
+    workload: WorkloadOpt = None,
 ) -> None:
     """List GPU offers from every provider, cheapest first; offers whose host fails a
     check on what the provider publishes (reliability, CUDA, PCIe, network, ports, RAM,
@@ -67,10 +77,16 @@ def offers(
     gpu, max_price, region = _or_defaults(gpu, max_price, region)
     if spot and kind not in ("on-demand", "spot"):
         raise UsageError(f"--spot and --kind {kind} disagree: give one")
+    by_prediction = PREDICTED_SORTS.get(sort, (None, None))[1]
+    if by_prediction and not workload:
+        raise UsageError(f"--sort {sort} needs --workload W: a prediction for that workload")
     query = OfferQuery(list(providers or []), gpus, gpu, max_price, "spot" if spot else kind,
-                       region, min_vram, sort).validate()
+                       region, min_vram, "price" if by_prediction else sort).validate()
     got = gather(query)
     found, left_out = split_offers(got.chosen)
+    predicted = _predicted(workload, found, by_prediction) if workload else None
+    if predicted is not None:
+        found = list(predicted)
     for line in got.warnings:
         err(line)
     for offer, problems in left_out:
@@ -78,8 +94,14 @@ def offers(
     people = fmt in ("table", "markdown")
     shown, cut = limit_offers(found, DEFAULT_LIMIT if limit is None and people else limit)
     rows = [(offer_display_row if people else offer_row)(o) for o in shown]
+    if predicted is not None:
+        for row, o in zip(rows, shown):
+            row.update(_predicted_cells(predicted[o], people))
+    chosen = _chosen(query, shown, people, fit)
+    if predicted is not None and not fit.columns:
+        chosen = chosen + (PREDICTED_COLUMNS if people else [(k, k) for k, _ in PREDICTED_COLUMNS])
     if rows or not people:
-        out(render_rows(rows, _chosen(query, shown, people, fit), fmt, fit=fit))
+        out(render_rows(rows, chosen, fmt, fit=fit))
     if cut:
         err(cut)
     if any(o.interruptible for o in shown):
@@ -89,6 +111,38 @@ def offers(
         err(explain_empty(query, got))
     if got.warnings and not rows:
         raise typer.Exit(1)
+
+
+def _predicted(workload: str, offers: list, by: str | None) -> dict:
+    """Offer -> its prediction for one epoch of `workload`, in the order --sort asks."""
+    from gpubench import suite
+    from gpubench.predict.advise import for_offers, ranked
+    from gpubench.predict.records import records_for_prediction
+    from gpubench.predict.subject import suite_subject, work_for
+
+    ref = suite.resolve(workload)
+    if not ref.in_suite:
+        raise UsageError(f"--workload: '{workload}' is a script; 'gpubench advise {workload}' predicts "
+                         f"for a script of your own")
+    records = records_for_prediction(None)[0]
+    subject = suite_subject(ref.name, (), records)
+    predictions = for_offers(subject, offers, records, work_for(subject, None, None))
+    if by:
+        predictions = ranked(predictions, by)
+    return {p.config.offer: p for p in predictions}
+
+
+def _predicted_cells(p, people: bool) -> dict:
+    from gpubench.format import format_dollars
+    from gpubench.predict.words import say_duration
+
+    if not p.has_figure:
+        return {"predicted": None, "epoch_time": None, "epoch_cost": None, "basis": p.basis}
+    if not people:
+        return {"predicted": p.throughput, "epoch_time": p.seconds, "epoch_cost": p.dollars,
+                "basis": p.basis}
+    return {"predicted": f"{p.throughput:,.0f}/s", "epoch_time": say_duration(p.seconds),
+            "epoch_cost": format_dollars(p.dollars), "basis": p.basis}
 
 
 def _or_defaults(gpu, max_price, region) -> tuple:

@@ -71,6 +71,13 @@ BUDGET_HELP = ("Most dollars to spend: a plan expected to cost more is refused, 
 MaxHoursOpt = Annotated[Optional[float], typer.Option("--max-hours", help=MAX_HOURS_HELP)]
 BudgetOpt = Annotated[Optional[float], typer.Option("--budget", help=BUDGET_HELP)]
 
+# What a prediction considers (advise): machine sizes, and the most the work may cost.
+MACHINE_SIZES_HELP = ("GPUs per machine to consider, e.g. 1,2,4,8 [default: every size offered; "
+                      "1, 2, 4 and 8 where any count can be rented].")
+WORK_BUDGET_HELP = "The most the work may cost, in dollars: dearer configurations are not advised."
+MachineSizesOpt = Annotated[Optional[str], typer.Option("--gpus", help=MACHINE_SIZES_HELP)]
+WorkBudgetOpt = Annotated[Optional[float], typer.Option("--budget", help=WORK_BUDGET_HELP)]
+
 # The preflight gate on the machine (nvidia-smi, a short load test): bench runs it unless
 # told not to; provision and run --on run it when asked.
 NO_PREFLIGHT_HELP = ("Skip the check of the machine that bench makes before any benchmark "
@@ -130,6 +137,11 @@ COLUMNS_HELP = ("Only these columns, in this order: column names or headings, e.
                 "(csv and json too).")
 WIDTH_HINT = "--wide shows every column, --columns a,b,c the ones named"
 WideOpt = Annotated[bool, typer.Option("--wide", help=WIDE_HELP)]
+# Rows of a long listing (offers, advise) shown to people.
+ROWS_SHOWN = 20
+ROWS_HELP = (f"Rows to show; 0 for all [default: {ROWS_SHOWN} in a table or markdown, all in "
+             f"json and csv].")
+RowsOpt = Annotated[Optional[int], typer.Option("--limit", min=0, help=ROWS_HELP)]
 ColumnsOpt = Annotated[Optional[str], typer.Option("--columns", metavar="A,B,C", help=COLUMNS_HELP)]
 
 

@@ -91,8 +91,10 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
             return
         # after a run that hit --timeout: ask before the larger counts (none asked under --yes)
         ask = asker(yes, lambda: _asking(say, output))
-        plan, result = sweep_new_run(launcher, ref, points, args, store, say, timeout, force, repeat,
-                                     ask)
+        from gpubench.sweep.predicted import WithPredictions   # each record with its forecast
+
+        plan, result = sweep_new_run(launcher, ref, points, args, WithPredictions(store), say, timeout,
+                                     force, repeat, ask)
     _report(output, store, plan, result, ref.name)
 
 

@@ -4,9 +4,11 @@ reads the money spent from the ledger (price x time since the provider created t
 machine) before each run.
 
 Expected time is a plan's honest guess, not its bound: setting up (boot, SSH, sync,
-packages) plus, per run, the suite workload's typical time on a GPU (a user's
-script: DEFAULT_RUN_S), never more than the run's --timeout. The default deadline
-of a bench's machine is that time plus a margin, and never past the budget.
+packages) plus, per run, the performance model's prediction for the workload on the
+offer's GPU type at that count (gpubench/predict/runs.py), else the suite workload's
+typical time on a GPU (a user's script: DEFAULT_RUN_S), never more than the run's
+--timeout. The default deadline of a bench's machine is that time plus a margin, and
+never past the budget.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.store.ledger import Ledger
@@ -26,6 +29,9 @@ DEFAULT_RUN_S = 600.0      # a user's own script: nothing is known of it
 MARGIN_S = 1800.0          # the default deadline: expected time plus the larger of this
 MARGIN_SHARE = 0.5         # ... and this share of it
 CONFIG_SECTION, CONFIG_KEY = "defaults", "budget"
+TYPICAL = "typical times"
+# (workload, sweep point) -> (predicted seconds of the run, the prediction's basis), or None
+Forecast = Callable[[str, object], Optional[tuple[float, str]]]
 
 
 class BudgetError(UsageError):
@@ -36,8 +42,10 @@ class BudgetReached(GpubenchError):
     """The next run would take the spending past the budget."""
 
 
-def expected_run_s(workload: str, timeout: float) -> float:
-    return min(RUN_S.get(workload, DEFAULT_RUN_S), timeout)
+def expected_run_s(workload: str, timeout: float, point=None, forecast: Forecast | None = None) -> float:
+    """The model's prediction where there is one, else the typical time; within --timeout."""
+    predicted = forecast(workload, point) if forecast is not None else None
+    return min(predicted[0] if predicted else RUN_S.get(workload, DEFAULT_RUN_S), timeout)
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class Estimate:
     runs: int
     expected_s: float
     price_per_hour: float
+    basis: str = TYPICAL           # where the run times come from, in words
 
     @property
     def hours(self) -> float:
@@ -66,15 +75,31 @@ class Estimate:
     def describe(self) -> str:
         from gpubench.format import format_dollars
 
-        return (f"{self.runs} run(s), about {say_hours(self.hours)} expected, about "
+        return (f"{self.runs} run(s), about {say_hours(self.hours)} expected ({self.basis}), about "
                 f"{format_dollars(self.dollars)} at {format_dollars(self.price_per_hour)}/h")
 
 
-def estimate(workloads: list[str], points: list, timeout: float,
-             price_per_hour: float) -> Estimate:
-    """Every workload run once at each of the sweep's points (bench/plan.py says which)."""
-    runs = [expected_run_s(w, timeout) for w in workloads for _ in points]
-    return Estimate(len(runs), SETUP_S + sum(runs), price_per_hour)
+def estimate(workloads: list[str], points: list, timeout: float, price_per_hour: float,
+             forecast: Forecast | None = None) -> Estimate:
+    """Every workload run once at each of the sweep's points (bench/plan.py says which),
+    each run as long as `forecast` predicts it, else its typical time."""
+    seconds, bases = [], []
+    for w in workloads:
+        for point in points:
+            predicted = forecast(w, point) if forecast is not None else None
+            seconds.append(min(predicted[0] if predicted else RUN_S.get(w, DEFAULT_RUN_S), timeout))
+            bases.append(predicted[1] if predicted else None)
+    return Estimate(len(seconds), SETUP_S + sum(seconds), price_per_hour, _bases(bases))
+
+
+def _bases(bases: list[str | None]) -> str:
+    """'predicted from published figures', or which runs are typical times."""
+    known = sorted({b for b in bases if b})
+    if not known:
+        return TYPICAL
+    said = f"predicted from {' and '.join(known)} figures"
+    missing = bases.count(None)
+    return said if not missing else f"{said}; {missing} run(s) at typical times"
 
 
 def check_budget(dollars: float | None, source: str = "--budget") -> float | None:

@@ -76,6 +76,7 @@ FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "cost_per_million_samples_min": lambda rows: _dollars_per_second(rows) * 1e6 / rows["throughput_max"],
     "cost_per_million_samples_max": lambda rows: _dollars_per_second(rows) * 1e6 / rows["throughput_min"],
     "samples_per_dollar": _samples_per_dollar,
+    "prediction_error": lambda rows: rows["throughput"] / rows["predicted_throughput"] - 1.0,
     # where the allocation is budgeted in GPU-hours (Slurm records carry gpu_hours)
     "gpu_hours_per_epoch": lambda rows: (rows["gpu_count"] * rows["epoch_seconds"] / 3600.0).where(
         rows["gpu_hours"].notna()),

@@ -23,8 +23,8 @@ USES = {
     "MachineGpusOpt": {"provision", "bench"},
     "MachineGpusFilterOpt": {"offers"},
     "GpuTypeOpt": {"provision", "bench", "providers stats"},
-    "OffersGpuOpt": {"offers"},
-    "MaxPriceOpt": {"offers", "provision", "bench"},
+    "OffersGpuOpt": {"offers", "advise"},
+    "MaxPriceOpt": {"offers", "provision", "bench", "advise"},
     "DiskOpt": {"provision", "bench"},
     "ImageOpt": {"provision", "bench"},
     "NameOpt": {"provision", "bench"},
@@ -38,7 +38,7 @@ USES = {
     "MaxHoursOpt": {"provision", "bench"},
     "BudgetOpt": {"bench"},
     "GpuCountsOpt": {"run"},
-    "WorkloadArgsArg": {"run", "bench"},
+    "WorkloadArgsArg": {"run", "bench", "advise"},
     "ForceOpt": {"run", "bench"},
     "RemotePythonOpt": {"run", "bench"},
     "WorkdirOpt": {"run", "bench"},
@@ -46,21 +46,26 @@ USES = {
     "RepeatOpt": {"run", "bench"},
     "QuietOpt": {"run", "bench"},
     "GoneTimeoutOpt": {"down"},
-    "ResultsOpt": {"run", "bench", "report", "logs"},
-    "WideOpt": {"offers", "ls", "report"},
+    "ResultsOpt": {"run", "bench", "report", "logs", "advise"},
+    "WideOpt": {"offers", "ls", "report", "advise"},
     "ColumnsOpt": {"offers", "ls", "report"},
-    "FormatOpt": {"offers", "ls", "report", "workloads", "providers stats"},
+    "FormatOpt": {"offers", "ls", "report", "workloads", "providers stats", "advise"},
     "DocumentFormatOpt": {"provision", "down", "bench", "run", "config"},
     "NoPreflightOpt": {"bench"},
     "PreflightOpt": {"provision", "run"},
     "ProceedOpt": {"run"},
+    "MachineSizesOpt": {"advise"},
+    "WorkBudgetOpt": {"advise"},
+    "RowsOpt": {"offers", "advise"},
 }
 
 # Flags that two commands give different meanings and that stay with their one
 # command each (ls --all: include terminated; down --all: every instance; provision
 # --dry-run: rent nothing; run --dry-run: print the sbatch scripts, submit nothing;
-# provision --nodes: how many machines the cluster has; run --nodes: node counts to sweep).
-LOCAL_MEANINGS = {"--all", "--workload", "--interruptible", "--dry-run", "--nodes"}
+# provision --nodes: how many machines the cluster has; run --nodes: node counts to sweep;
+# offers --sort and advise --sort: orders of different things; providers stats --provider:
+# one provider's figures; advise --provider: the providers to ask).
+LOCAL_MEANINGS = {"--all", "--workload", "--interruptible", "--dry-run", "--nodes", "--sort", "--provider"}
 
 
 def _aliases() -> dict[str, object]:

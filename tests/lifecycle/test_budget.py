@@ -24,7 +24,7 @@ def test_a_plan_is_setup_plus_its_runs_each_within_its_timeout():
     assert plan.dollars == pytest.approx(2.0 * plan.expected_s / 3600)
     short = budget.estimate(["gpt-ddp"], [1], 30.0, 2.0)          # --timeout 30 bounds the run
     assert short.expected_s == budget.SETUP_S + 30.0
-    assert "1 run(s), about 10 min expected, about $0.35 at $2.00/h" == short.describe()
+    assert "1 run(s), about 10 min expected (typical times), about $0.35 at $2.00/h" == short.describe()
 
 
 def test_the_default_deadline_is_a_margin_past_the_plan_and_never_past_the_budget():
@@ -100,3 +100,17 @@ def test_the_guard_stops_a_run_that_would_pass_the_budget():
     with pytest.raises(BudgetReached) as e:
         spending.allow(expected_s=300, timeout=3600, what="the next run (mnist-ddp on 2 gpus)")
     assert "$0.90 of $1.00 spent" in str(e.value) and "mnist-ddp on 2 gpus" in str(e.value)
+
+
+def test_a_plan_takes_each_runs_predicted_time_where_the_model_has_one():
+    def forecast(workload, point):
+        return (120.0, "published") if workload == "resnet-ddp" else None
+
+    plan = budget.estimate(["resnet-ddp", "my.py"], [1, 2], 3600.0, 2.0, forecast)
+    assert plan.expected_s == budget.SETUP_S + 2 * 120.0 + 2 * budget.DEFAULT_RUN_S
+    assert plan.basis == "predicted from published figures; 2 run(s) at typical times"
+    assert "(predicted from published figures; 2 run(s) at typical times)" in plan.describe()
+    capped = budget.estimate(["resnet-ddp"], [1], 60.0, 2.0, forecast)     # never past --timeout
+    assert capped.expected_s == budget.SETUP_S + 60.0
+    assert budget.expected_run_s("resnet-ddp", 3600.0, 1, forecast) == 120.0
+    assert budget.expected_run_s("resnet-ddp", 3600.0) == budget.RUN_S["resnet-ddp"]

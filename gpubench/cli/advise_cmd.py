@@ -1,0 +1,137 @@
+"""`gpubench advise`: predicted time and cost of a workload (or your own script) on every
+live offer, at each GPU and node count, ranked, before anything is rented."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Optional
+
+import typer
+
+from gpubench.cli.completion import workload_names
+from gpubench.cli.options import (ROWS_SHOWN, FormatOpt, MachineSizesOpt, MaxPriceOpt, OffersGpuOpt,
+                                  ResultsOpt, RowsOpt, WideOpt, WorkBudgetOpt, WorkloadArgsArg, table_fit)
+from gpubench.cli.render import check_format, err, out, render_rows
+from gpubench.errors import UsageError
+
+WorkloadArg = Annotated[str, typer.Argument(
+    help="A suite workload (see 'gpubench workloads') or a .py script.", autocompletion=workload_names)]
+ProviderOpt = Annotated[Optional[str], typer.Option(
+    "--provider", help="Providers to ask, comma-separated [default: all with a key].")]
+NodesOpt = Annotated[str, typer.Option("--nodes", help="Machines to consider, e.g. 1,2.")]
+EpochsOpt = Annotated[Optional[float], typer.Option("--epochs", help="Epochs of work [default: 1].")]
+SamplesOpt = Annotated[Optional[float], typer.Option(
+    "--samples", help="Units of work (samples, images, tokens) instead of epochs.")]
+DeadlineOpt = Annotated[Optional[str], typer.Option(
+    "--deadline", help="The longest the work may take, e.g. 90m, 2h, 3600s: the advice names the "
+                       "cheapest configuration that meets it.")]
+SortOpt = Annotated[str, typer.Option("--sort", help="cost-per-epoch (cheapest first) or time-per-epoch.")]
+SORTS = {"cost-per-epoch": "cost", "time-per-epoch": "time"}
+
+
+def parse_duration(text: str, flag: str = "--deadline") -> float:
+    """'90m', '2h', '1.5h', '3600s', '3600' -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*", text or "")
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"{flag}: '{text}' is not a duration (e.g. 90m, 2h, 3600s)")
+    return float(m.group(1)) * {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}[m.group(2) or "s"]
+
+
+def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: MachineSizesOpt = None,
+           nodes: NodesOpt = "1", epochs: EpochsOpt = None, samples: SamplesOpt = None,
+           gpu: OffersGpuOpt = None, max_price: MaxPriceOpt = None, provider: ProviderOpt = None,
+           deadline: DeadlineOpt = None, budget: WorkBudgetOpt = None, sort: SortOpt = "cost-per-epoch",
+           results: ResultsOpt = None, limit: RowsOpt = None, fmt: FormatOpt = "table",
+           wide: WideOpt = False) -> None:
+    """Predict the time and cost of WORKLOAD (one epoch, or --epochs/--samples) on every
+    live offer at each GPU and node count, from measured records first, then published
+    figures, then datasheets; rank them, mark the time-versus-cost Pareto front (*),
+    and say which is cheapest, fastest, and cheapest within --deadline."""
+    from gpubench.launch.points import parse_counts
+    from gpubench.lifecycle.budget import check_budget
+    from gpubench.predict.advise import advice, cheapest_of_each, configs, mark_pareto, predict, ranked
+    from gpubench.predict.records import records_for_prediction
+    from gpubench.predict.subject import suite_subject, work_for
+    from gpubench.predict.words import COLUMNS, advice_sentence, prediction_row
+
+    check_format(fmt, ("table", "csv", "json", "markdown"))
+    if sort not in SORTS:
+        raise UsageError(f"--sort: '{sort}' is not one of {', '.join(SORTS)}")
+    if epochs is not None and samples is not None:
+        raise UsageError("--epochs and --samples both say how much work: give one")
+    counts = parse_counts(gpus) if gpus else None
+    node_counts = parse_counts(nodes, "--nodes")
+    deadline_s = parse_duration(deadline) if deadline else None
+    budget = check_budget(budget)
+    records, warnings = records_for_prediction(results)
+    for line in warnings:
+        err(line)
+    subject = _subject(workload, tuple(workload_args or ()), records, suite_subject)
+    work = work_for(subject, epochs, samples)
+    offers = _offers(provider, gpu)
+    chosen, folded = cheapest_of_each([c for c in configs(offers, counts, node_counts)
+                                       if max_price is None or c.price_per_hour <= max_price])
+    if not chosen:
+        raise UsageError("no offer fits: " + _none_fit(counts, node_counts, max_price))
+    predictions = ranked(mark_pareto([predict(subject, c, records, work) for c in chosen]),
+                         SORTS[sort])
+    a = advice(predictions, deadline_s, budget)
+    rows = [prediction_row(p, i + 1) for i, p in enumerate(predictions)]
+    if fmt == "json":
+        out(json.dumps({"workload": subject.workload, "args": list(subject.args),
+                        "work": {"units": work.units, "what": work.what, "unit": subject.unit},
+                        "predictions": rows, "advice": advice_sentence(a, work)}, indent=2))
+        return
+    shown = rows if fmt == "csv" or limit == 0 else rows[:limit or ROWS_SHOWN]
+    columns = COLUMNS if fmt in ("table", "markdown") else [(k, k) for k in rows[0] if k.endswith("_text") is False]
+    out(render_rows(shown, columns, fmt, title=f"{subject.workload}: {work.what}, predicted",
+                    keep=["gpu", "gpus", "cost", "time"], fit=table_fit(wide, None)))
+    if len(shown) < len(rows):
+        err(f"{len(rows) - len(shown)} more configuration(s): --limit 0 shows all")
+    if folded:
+        err(f"{folded} dearer offer(s) of a GPU type and size already listed are left out")
+    no_basis = sum(1 for p in predictions if not p.has_figure)
+    if no_basis:
+        err(f"{no_basis} configuration(s) have no basis for a prediction (an unknown GPU type "
+            f"with no records): listed last, without figures")
+    out(advice_sentence(a, work))
+
+
+def _subject(workload: str, args: tuple, records: list[dict], suite_subject):
+    from gpubench import suite
+
+    ref = suite.resolve(workload, None)
+    if not ref.in_suite:
+        from gpubench.predict.calibrate import script_subject
+
+        return script_subject(ref, args, records)
+    suite.check_args(ref, list(args))
+    return suite_subject(ref.name, args, records)
+
+
+def _offers(provider: str | None, gpu: str | None) -> list:
+    from gpubench.offer_checks import split_offers
+    from gpubench.offers import OfferQuery, gather
+
+    names = [p.strip() for p in provider.split(",") if p.strip()] if provider else []
+    got = gather(OfferQuery(names, None, gpu).validate())
+    for line in got.warnings:
+        err(line)
+    found, _ = split_offers(got.chosen)
+    if not found:
+        raise UsageError("no live offers to predict for" + (f" ({got.warnings[0]})" if got.warnings else ""))
+    return found
+
+
+def _none_fit(counts, nodes, max_price) -> str:
+    parts = []
+    if counts:
+        parts.append(f"--gpus {','.join(map(str, counts))}")
+    if max_price is not None:
+        parts.append(f"--max-price {max_price:g}")
+    return " and ".join(parts) + " leave nothing" if parts else "nothing offered"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("advise")(advise)

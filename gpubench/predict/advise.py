@@ -1,0 +1,186 @@
+"""Predicted time and cost of a piece of work for every configuration the offers allow,
+ranked, with the time-versus-cost Pareto front marked and the advice in one sentence.
+
+A configuration is an offer at a GPU count over some machines: a machine of a fixed
+size (Lambda, Vast.ai) at its own count; a provider that rents any count up to a
+ceiling (RunPod's max_count) at each count asked for, priced per GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gpubench.predict import gpu_specs, links
+from gpubench.predict.basis import seconds_per_unit
+from gpubench.predict.model import ASSUMED, MEASURED, UNCERTAINTY, Figure, StepInputs, scaling
+from gpubench.predict.workload_profiles import WorkloadProfile
+from gpubench.providers.common import Offer
+from gpubench.providers.gpus import offer_vram_gb
+
+NO_BASIS = "no basis"
+DEFAULT_COUNTS = (1, 2, 4, 8)      # tried where a provider rents any count
+COMMUNICATION_SHARE = 0.10         # an exposed all-reduce this share of a step tells on the figure
+# DDP on a GPU runs the all-reduce on its own stream while the backward pass goes on.
+GPU_OVERLAP = Figure(1.0, ASSUMED, "DDP overlaps the all-reduce with the backward pass (own stream)")
+# However little a step computes, eager PyTorch spends about this on it (Python, kernel
+# launches, the optimizer, DDP's hooks): what bounds a tiny model.
+GPU_STEP_FLOOR = Figure(1e-3, ASSUMED, "1 ms a step at least (Python, kernel launches, optimizer)")
+
+
+@dataclass(frozen=True)
+class Work:
+    """What is to be done: units of work (samples, images, tokens) and its name."""
+
+    units: float
+    what: str                    # "1 epoch", "3 epochs", "1,000,000 samples"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The workload being predicted: its name, arguments and precision, and what is
+    known of it whatever the GPU (its profile, or a calibration run's figures)."""
+
+    workload: str
+    args: tuple
+    precision: str
+    unit: str                    # "images/s"
+    batch_per_gpu: int
+    grad_bytes: Figure
+    profile: WorkloadProfile | None
+    published_ok: bool           # at the size published figures were made at
+
+
+@dataclass(frozen=True)
+class Config:
+    offer: Offer
+    gpus: int                    # in all, over every machine
+    nodes: int
+    price_per_hour: float        # every machine together
+
+    @property
+    def label(self) -> str:
+        on = f"{self.nodes}x({self.gpus // self.nodes}x {self.offer.gpu_name})" if self.nodes > 1 \
+            else f"{self.gpus}x {self.offer.gpu_name}"
+        return f"{on} on {self.offer.provider}"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    config: Config
+    throughput: float | None = None
+    uncertainty: float = 0.0     # a share of the throughput either way
+    seconds: float | None = None
+    dollars: float | None = None
+    speedup: float | None = None
+    efficiency: float | None = None
+    basis: str = NO_BASIS        # the least certain of the inputs' bases
+    sources: tuple[str, ...] = ()
+    bound_by: str = ""
+    left_out: str | None = None  # why there is no figure
+    pareto: bool = False
+
+    @property
+    def has_figure(self) -> bool:
+        return self.throughput is not None
+
+
+def configs(offers: list[Offer], counts: list[int] | None, nodes: list[int]) -> list[Config]:
+    out = []
+    for offer in offers:
+        ceiling = offer.extra.get("max_count")
+        if isinstance(ceiling, int) and not isinstance(ceiling, bool):
+            sizes = [(n, offer.price_per_gpu_hour * n) for n in (counts or DEFAULT_COUNTS) if n <= ceiling]
+        elif counts is None or offer.gpu_count in counts:
+            sizes = [(offer.gpu_count, offer.price_per_hour)]
+        else:
+            sizes = []
+        for per_machine, price in sizes:
+            out += [Config(offer, per_machine * k, k, price * k) for k in nodes]
+    return out
+
+
+def cheapest_of_each(configs_: list[Config]) -> tuple[list[Config], int]:
+    """One configuration per provider, GPU type, GPU count and node count: the cheapest
+    (a marketplace lists many hosts of one type); and how many were folded away."""
+    best: dict[tuple, Config] = {}
+    for c in configs_:
+        key = (c.offer.provider, c.offer.gpu_name, c.gpus, c.nodes)
+        if key not in best or c.price_per_hour < best[key].price_per_hour:
+            best[key] = c
+    return list(best.values()), len(configs_) - len(best)
+
+
+def predict(subject: Subject, config: Config, records: list[dict], work: Work,
+            measured_link_mbit_s: float | None = None) -> Prediction:
+    """One configuration's prediction, or a Prediction saying why there is none."""
+    gpu, memory = config.offer.gpu_name, offer_vram_gb(config.offer)
+    per_unit = seconds_per_unit(subject.profile, subject.workload, subject.args, subject.precision,
+                                gpu, records, subject.published_ok, memory)
+    if per_unit is None:
+        why = ("no basis: no record of it, no published figure and no datasheet row for "
+               f"{gpu or 'this GPU'}")
+        return Prediction(config, left_out=why)
+    spec = gpu_specs.spec_for(gpu, memory)
+    link = links.for_count(config.offer, spec, config.gpus, config.nodes, measured_link_mbit_s)
+    inputs = StepInputs(per_unit, subject.grad_bytes, subject.batch_per_gpu, GPU_OVERLAP,
+                        step_floor_s=GPU_STEP_FLOOR)
+    s = scaling(inputs, config.gpus, config.nodes, link)
+    figures = [per_unit] + ([subject.grad_bytes, link.busbw_gbs, GPU_OVERLAP] if link else [])
+    # The label is the least certain input that moves the figure: the link only where
+    # the all-reduce it carries is a tenth of the step or more.
+    telling = figures if link and s.at.exposed_s >= COMMUNICATION_SHARE * s.at.step_s else [per_unit]
+    if s.at.bound_by == "overhead":
+        telling, figures = [GPU_STEP_FLOOR], figures + [GPU_STEP_FLOOR]
+    seconds = work.units / s.at.throughput
+    return Prediction(config, s.at.throughput, s.at.uncertainty, seconds,
+                      config.price_per_hour * seconds / 3600.0, s.speedup, s.efficiency,
+                      weakest(telling), tuple(f.source for f in figures), s.at.bound_by)
+
+
+def weakest(figures: list[Figure]) -> str:
+    return max((f.basis for f in figures), key=lambda b: UNCERTAINTY[b], default=MEASURED)
+
+
+def mark_pareto(predictions: list[Prediction]) -> list[Prediction]:
+    """Those no other prediction beats on both time and cost get pareto=True."""
+    shown = [p for p in predictions if p.has_figure]
+    out = []
+    for p in predictions:
+        dominated = p.has_figure and any(
+            q.seconds <= p.seconds and q.dollars <= p.dollars and (q.seconds, q.dollars) != (p.seconds, p.dollars)
+            for q in shown)
+        out.append(replace(p, pareto=p.has_figure and not dominated))
+    return out
+
+
+def ranked(predictions: list[Prediction], by: str = "cost") -> list[Prediction]:
+    """By dollars for the work (or by time), ties to the faster; those without a figure last."""
+    def key(p: Prediction) -> tuple:
+        if not p.has_figure:
+            return (1, 0.0, 0.0)
+        return (0, p.dollars, p.seconds) if by == "cost" else (0, p.seconds, p.dollars)
+    return sorted(predictions, key=key)
+
+
+@dataclass(frozen=True)
+class Advice:
+    cheapest: Prediction | None
+    fastest: Prediction | None
+    within_deadline: Prediction | None
+    deadline_s: float | None
+    budget: float | None
+
+
+def advice(predictions: list[Prediction], deadline_s: float | None = None,
+           budget: float | None = None) -> Advice:
+    usable = [p for p in predictions if p.has_figure and (budget is None or p.dollars <= budget)]
+    cheapest = min(usable, key=lambda p: (p.dollars, p.seconds), default=None)
+    fastest = min(usable, key=lambda p: (p.seconds, p.dollars), default=None)
+    meets = [p for p in usable if deadline_s is not None and p.seconds <= deadline_s]
+    within = min(meets, key=lambda p: (p.dollars, p.seconds), default=None)
+    return Advice(cheapest, fastest, within, deadline_s, budget)
+
+
+def for_offers(subject: Subject, offers: list[Offer], records: list[dict], work: Work) -> list[Prediction]:
+    """Each offer as it is rented (its own GPU count, one machine), in the offers' order."""
+    return [predict(subject, Config(o, o.gpu_count, 1, o.price_per_hour), records, work) for o in offers]

@@ -1,0 +1,60 @@
+"""What is known of a workload before any GPU is chosen: a suite workload's counted
+profile (its FLOPs and gradient bytes at its default size), or, at other arguments,
+what its records say; and how much work "an epoch" or "--samples N" is."""
+
+from __future__ import annotations
+
+from gpubench.errors import UsageError
+from gpubench.predict.advise import Subject, Work
+from gpubench.predict.model import MEASURED, Figure
+from gpubench.predict.workload_profiles import profile_for
+
+
+class NoSubject(UsageError):
+    """Nothing is known of the workload at these arguments: no profile, no record."""
+
+
+def precision_of(args: tuple) -> str:
+    for i, arg in enumerate(args):
+        if arg == "--precision" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--precision="):
+            return arg.split("=", 1)[1]
+    return "fp32"
+
+
+def suite_subject(workload: str, args: tuple, records: list[dict]) -> Subject:
+    profile = profile_for(workload, list(args))
+    precision = precision_of(args)
+    if profile is not None:
+        return Subject(workload, args, precision, profile.unit + "/s",
+                       profile.work_per_gpu_step or profile.batch_per_gpu,
+                       Figure(float(profile.grad_bytes), MEASURED,
+                              f"{profile.grad_bytes / 1e6:,.1f} MB of gradients, {profile.source}"),
+                       profile, published_ok=True)
+    for r in records:     # another size: what a record of it says
+        if (r.get("workload") == workload and tuple(r.get("workload_args") or ()) == args
+                and isinstance(r.get("grad_bytes"), int) and isinstance(r.get("batch_per_gpu"), int)):
+            return Subject(workload, args, precision, r.get("throughput_unit") or "samples/s",
+                           r["batch_per_gpu"], Figure(float(r["grad_bytes"]), MEASURED,
+                                                      "gradient bytes from a record of it"),
+                           None, published_ok=False)
+    shown = " ".join(args) or "its defaults"
+    raise NoSubject(f"{workload} {shown}: no profile at these arguments and no record of them "
+                    f"(run it once, e.g. `gpubench run {workload} --gpus 1 {shown}`)")
+
+
+def work_for(subject: Subject, epochs: float | None, samples: float | None) -> Work:
+    """--samples N, else --epochs E (default 1) of the workload's epoch."""
+    word = subject.unit.split("/")[0]
+    if samples is not None:
+        if samples <= 0:
+            raise UsageError(f"--samples must be positive (got {samples:g})")
+        return Work(float(samples), f"{samples:,.0f} {word}")
+    epochs = 1.0 if epochs is None else epochs
+    if epochs <= 0:
+        raise UsageError(f"--epochs must be positive (got {epochs:g})")
+    per_epoch = subject.profile.epoch_samples if subject.profile else None
+    if not per_epoch:
+        raise UsageError(f"{subject.workload}: the size of an epoch is not known; give --samples N")
+    return Work(epochs * per_epoch, f"{epochs:g} epoch" + ("" if epochs == 1 else "s"))

@@ -1,0 +1,76 @@
+"""Predictions as rows of a table and as the sentence of advice at its end."""
+
+from __future__ import annotations
+
+from gpubench.format import format_dollars
+from gpubench.predict.advise import Advice, Prediction, Work
+
+# (key, heading) of the table for people; programs get every key of prediction_row.
+COLUMNS = [("rank", "#"), ("provider", "provider"), ("gpu", "gpu"), ("gpus", "gpus"),
+           ("nodes", "nodes"), ("price_per_hour", "$/h"), ("throughput_text", "predicted"),
+           ("time_text", "time"), ("cost_text", "cost"), ("speedup", "speedup"),
+           ("efficiency", "eff"), ("basis", "basis"), ("pareto_mark", "front")]
+
+
+def say_duration(seconds: float) -> str:
+    """'0.4 s', '40 s', '12 min', '2.5 h', '3.2 days'."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 120 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def prediction_row(p: Prediction, rank: int | None = None) -> dict:
+    """Every figure of one prediction; *_text keys are for people."""
+    c = p.config
+    row = {"rank": rank, "provider": c.offer.provider, "offer_id": c.offer.offer_id,
+           "gpu": c.offer.gpu_name, "gpus": c.gpus, "nodes": c.nodes,
+           "price_per_hour": round(c.price_per_hour, 4), "region": c.offer.region,
+           "throughput": p.throughput, "uncertainty": round(p.uncertainty, 3),
+           "seconds": p.seconds, "dollars": p.dollars, "speedup": _round(p.speedup),
+           "efficiency": _round(p.efficiency), "basis": p.basis, "bound_by": p.bound_by or None,
+           "pareto": p.pareto, "sources": list(p.sources), "left_out": p.left_out}
+    if p.has_figure:
+        # The time is inversely proportional to throughput: its range is 1/(1±u).
+        u = p.uncertainty
+        row["throughput_text"] = f"{p.throughput:,.0f}/s ±{u:.0%}"
+        row["time_text"] = f"{say_duration(p.seconds)} ({say_duration(p.seconds / (1 + u))}-" \
+                           f"{say_duration(p.seconds / max(1 - u, 0.05))})"
+        row["cost_text"] = format_dollars(p.dollars)
+        row["pareto_mark"] = "*" if p.pareto else ""
+    else:
+        row.update(throughput_text="-", time_text="-", cost_text="-", pareto_mark="")
+    return row
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _one(p: Prediction, work: Work) -> str:
+    return (f"{p.config.label} at {format_dollars(p.config.price_per_hour)}/h: about "
+            f"{say_duration(p.seconds)} and {format_dollars(p.dollars)} for {work.what} ({p.basis})")
+
+
+def advice_sentence(a: Advice, work: Work) -> str:
+    """The cheapest, the fastest and the cheapest that meets the deadline, in one sentence."""
+    if a.cheapest is None:
+        within = f" within the budget of {format_dollars(a.budget)}" if a.budget is not None else ""
+        return f"No configuration can be predicted{within}."
+    parts = [f"Cheapest: {_one(a.cheapest, work)}"]
+    if a.fastest is not None and a.fastest is not a.cheapest:
+        times = a.cheapest.seconds / a.fastest.seconds
+        parts.append(f"fastest: {_one(a.fastest, work)}, {times:.1f}x sooner")
+    if a.deadline_s is not None:
+        if a.within_deadline is None:
+            parts.append(f"nothing is predicted to finish within {say_duration(a.deadline_s)}")
+        elif a.within_deadline is not a.cheapest:
+            parts.append(f"cheapest within {say_duration(a.deadline_s)}: {_one(a.within_deadline, work)}")
+        else:
+            parts.append(f"it also finishes within {say_duration(a.deadline_s)}")
+    return "; ".join(parts) + "."

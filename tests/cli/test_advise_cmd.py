@@ -1,0 +1,99 @@
+"""`gpubench advise` and `offers --workload` against the mock cloud's offers: ranked
+predictions with their basis, the advice, records that make a figure measured, and
+bad input in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpubench.store.results import ResultsStore
+
+
+@pytest.fixture
+def cloud(tmp_path, monkeypatch):
+    from tests.helpers import mock_cloud
+
+    yield from mock_cloud(tmp_path, monkeypatch)
+
+
+def advise(cli, tmp_path, *args):
+    code, out, err = cli("advise", *args, "--results", str(tmp_path / "results"))
+    return code, out, err
+
+
+def test_every_offer_and_count_ranked_by_cost_with_basis_front_and_advice(cloud, cli, tmp_path):
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["work"] == {"units": 1281167.0, "what": "1 epoch", "unit": "images/s"}
+    rows = [r for r in doc["predictions"] if r["throughput"] is not None]
+    assert len({r["provider"] for r in rows}) == 3                  # every provider asked at once
+    assert [r["dollars"] for r in rows] == sorted(r["dollars"] for r in rows)
+    assert {r["basis"] for r in rows} <= {"published", "scaled", "datasheet", "assumed"}
+    assert any(r["pareto"] for r in rows)
+    for r in rows:
+        assert r["seconds"] == pytest.approx(1281167 / r["throughput"])
+        assert r["dollars"] == pytest.approx(r["price_per_hour"] * r["seconds"] / 3600)
+        assert r["sources"]                                         # where each figure came from
+    assert doc["advice"].startswith("Cheapest: ")
+
+
+def test_the_table_ends_with_the_advice_and_a_deadline_names_the_cheapest_that_meets_it(cloud, cli, tmp_path):
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--deadline", "5m", "--gpus", "1,8")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert "predicted" in lines[0] and "basis" in out and "front" in out
+    assert lines[-1].startswith("Cheapest: ") and "within 5 min" in lines[-1]
+
+
+def test_a_measured_record_makes_that_gpu_types_figure_measured(cloud, cli, tmp_path):
+    store = ResultsStore.for_writing(tmp_path / "results")
+    store.append("r1", {"workload": "resnet-ddp", "workload_args": [], "precision": "fp32", "status": "ok",
+                        "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": 1, "nodes": 1, "device": "cuda",
+                        "throughput": 1234.0, "batch_per_gpu": 256})
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--gpus", "1", "--format", "json")
+    assert code == 0, err
+    h100 = [r for r in json.loads(out)["predictions"] if r["gpu"] == "H100 SXM"]
+    assert h100 and all(r["basis"] == "measured" and r["throughput"] == pytest.approx(1234.0) for r in h100)
+
+
+def test_offers_gain_predicted_columns_and_sort_by_cost_per_epoch(cloud, cli):
+    code, out, err = cli("offers", "--workload", "resnet-ddp", "--sort", "cost-per-epoch", "--format", "json")
+    assert code == 0, err
+    rows = [r for r in json.loads(out) if r["epoch_cost"] is not None]
+    assert rows and [r["epoch_cost"] for r in rows] == sorted(r["epoch_cost"] for r in rows)
+    code, out, err = cli("offers", "--workload", "resnet-ddp", "--sort", "time-per-epoch", "--format", "json")
+    times = [r["epoch_time"] for r in json.loads(out) if r["epoch_time"] is not None]
+    assert times == sorted(times)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["resnet-ddp", "--epochs", "2", "--samples", "100"], "--epochs and --samples both say how much work"),
+    (["resnet-ddp", "--deadline", "soon"], "--deadline: 'soon' is not a duration"),
+    (["resnet-ddp", "--sort", "fun"], "--sort: 'fun' is not one of cost-per-epoch, time-per-epoch"),
+    (["resnet-ddp", "--gpus", "0"], "--gpus"),
+    (["resnet-ddp", "--budget", "-1"], "--budget must be a positive number of dollars"),
+    (["resnet-9000"], "resnet-9000"),
+    (["resnet-ddp", "--", "--widht", "8"], "--widht"),
+    (["resnet-ddp", "--max-price", "0.0001"], "no offer fits: --max-price 0.0001 leave nothing"),
+])
+def test_bad_input_is_one_line_and_no_traceback(cloud, cli, tmp_path, args, says):
+    code, out, err = advise(cli, tmp_path, *args)
+    assert code != 0 and says in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_offers_sorted_by_a_prediction_needs_the_workload(cloud, cli):
+    code, _, err = cli("offers", "--sort", "cost-per-epoch")
+    assert code != 0 and "--sort cost-per-epoch needs --workload W" in err
+
+
+def test_a_provider_without_a_key_is_left_out_once_and_the_others_go_on(cloud, cli, tmp_path, monkeypatch):
+    monkeypatch.delenv("VAST_API_KEY")
+    monkeypatch.setenv("GPUBENCH_CONFIG_DIR", str(tmp_path / "no-config"))
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--format", "json")
+    assert code == 0, err
+    assert {r["provider"] for r in json.loads(out)["predictions"]} == {"lambda", "runpod"}
+    assert sum("vast" in line for line in err.splitlines()) == 1

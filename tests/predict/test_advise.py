@@ -1,0 +1,149 @@
+"""Predictions for offers: which input wins, what an unknown GPU gives, what a slower
+link or more machines do to the figure, and the ranking and its front."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpubench.predict import basis
+from gpubench.predict.advise import (NO_BASIS, Config, Work, advice, cheapest_of_each, configs, mark_pareto,
+                                     predict, ranked)
+from gpubench.predict.model import DATASHEET, MEASURED, PUBLISHED, SCALED
+from gpubench.predict.subject import NoSubject, suite_subject, work_for
+from gpubench.predict.words import advice_sentence
+from gpubench.providers.common import Offer
+
+EPOCH = Work(1_281_167, "1 epoch")
+
+
+def offer(gpu="H100 SXM", count=1, price=2.5, provider="vast", **extra) -> Offer:
+    return Offer(provider, f"{gpu}-{count}-{price}", gpu, count, price, extra=extra)
+
+
+def record(gpu="H100 SXM", throughput=2000.0, device="cuda", count=1, **more) -> dict:
+    return {"workload": "resnet-ddp", "workload_args": [], "precision": "fp32", "status": "ok",
+            "gpu_name": gpu, "gpu_count": count, "nodes": 1, "device": device,
+            "throughput": throughput, "batch_per_gpu": 256, **more}
+
+
+def one(gpu="H100 SXM", records=(), count=1, nodes=1, **extra):
+    subject = suite_subject("resnet-ddp", (), list(records))
+    o = offer(gpu, count, **extra)
+    return predict(subject, Config(o, count * nodes, nodes, o.price_per_hour * nodes), list(records), EPOCH)
+
+
+def test_a_measured_record_on_that_gpu_type_beats_the_published_figure():
+    published = one("H100 SXM")
+    assert published.basis == PUBLISHED and "published" in published.sources[0]
+    measured = one("H100 SXM", [record(throughput=2000.0)])
+    assert measured.basis == MEASURED
+    assert measured.throughput == pytest.approx(2000.0)
+    assert measured.uncertainty < published.uncertainty
+
+
+def test_a_cpu_standing_in_for_the_gpu_is_never_taken_for_it():
+    mock = one("H100 SXM", [record(throughput=12.0, device="cpu"), record(throughput=15.0, mock_instance=True)])
+    assert mock.basis == PUBLISHED
+
+
+def test_without_a_record_or_a_published_figure_the_nearest_measured_type_is_scaled():
+    p = one("L40S", [record("A100 SXM", throughput=1000.0)])
+    assert p.basis == SCALED and "A100 SXM" in p.sources[0]
+    # the tf32 peaks' ratio (L40S 183 against A100 156): about 1.17x the A100's figure
+    assert 1.0 < p.throughput / 1000.0 < 1.4
+
+
+def test_a_workload_at_another_size_is_never_given_a_published_figure():
+    args = ("--width", "32")
+    records = [record("A100 SXM", throughput=3000.0, workload_args=list(args), grad_bytes=26_000_000)]
+    subject = suite_subject("resnet-ddp", args, records)
+    assert not subject.published_ok and subject.profile is None
+    p = predict(subject, Config(offer("H100 SXM"), 1, 1, 2.5), records, EPOCH)
+    assert p.basis == SCALED          # from the A100 record of that size, not Lambda's ResNet-50
+
+
+def test_an_unknown_gpu_type_is_no_basis_never_a_made_up_figure():
+    p = one("Quantum Accelerator 9000")
+    assert p.basis == NO_BASIS and p.throughput is None and p.dollars is None
+    assert "no basis" in p.left_out
+
+
+def test_with_nothing_measured_or_published_the_counted_flops_meet_the_datasheet():
+    profile = suite_subject("resnet-ddp", (), []).profile
+    figure = basis.seconds_per_unit(profile, "resnet-ddp", (), "fp32", "RTX 3090", [], published_ok=False)
+    assert figure.basis == DATASHEET and "GFLOP per image" in figure.source
+    # 24.3 GFLOP an image at 35% of the 3090's 35.6 TFLOP/s tf32 peak
+    assert figure.value == pytest.approx(profile.flops_per_sample / (35.6e12 * basis.ASSUMED_MFU), rel=0.01)
+    assert basis.seconds_per_unit(None, "resnet-ddp", (), "fp32", "RTX 3090", [], False) is None
+
+
+def test_nvlink_machines_scale_better_than_pcie_ones_and_a_slow_network_worst():
+    nvlink = one("H100 SXM", count=8)
+    pcie = one("H100 PCIe", count=8)
+    assert nvlink.efficiency >= pcie.efficiency
+    fast = one("H100 SXM", count=8, nodes=2, inet_up=100_000.0, inet_down=100_000.0)
+    slow = one("H100 SXM", count=8, nodes=2, inet_up=95.0, inet_down=95.0)
+    assert slow.speedup < fast.speedup
+    assert "inet_up 95" in " ".join(slow.sources)
+
+
+def test_gpt_over_a_95_mbit_link_runs_slower_on_two_nodes_than_on_one():
+    subject = suite_subject("gpt-ddp", (), [])
+    o = offer("RTX 4090", 1, 0.4, inet_up=95.0, inet_down=95.0)
+    two = predict(subject, Config(o, 2, 2, 0.8), [], Work(1e9, "1e9 tokens"))
+    assert two.speedup < 1.0 and two.bound_by == "communication"
+
+
+def test_counts_any_count_providers_are_tried_at_each_count_asked_and_priced_per_gpu():
+    runpod = offer("H100 SXM", 1, 2.5, provider="runpod", max_count=4)
+    vast = offer("H100 SXM", 8, 20.0)
+    found = configs([runpod, vast], [1, 2, 8], [1])
+    assert [(c.offer.provider, c.gpus, c.price_per_hour) for c in found] == [
+        ("runpod", 1, 2.5), ("runpod", 2, 5.0), ("vast", 8, 20.0)]
+    two_nodes = configs([vast], None, [2])
+    assert [(c.gpus, c.nodes, c.price_per_hour) for c in two_nodes] == [(16, 2, 40.0)]
+
+
+def test_the_cheapest_offer_of_each_type_and_size_stands_for_the_others():
+    kept, folded = cheapest_of_each(configs([offer(price=3.0), offer(price=2.5), offer(count=2, price=5.0)],
+                                            None, [1]))
+    assert folded == 1 and sorted(c.price_per_hour for c in kept) == [2.5, 5.0]
+
+
+def test_ranked_by_cost_with_the_front_marked_and_advice_in_one_sentence():
+    subject = suite_subject("resnet-ddp", (), [])
+    offers = [offer("H100 SXM", 1, 2.5), offer("H100 SXM", 8, 20.0), offer("RTX 4090", 1, 0.35),
+              offer("A100 SXM", 1, 5.0), offer("Quantum 9000", 1, 0.01)]
+    predictions = ranked(mark_pareto([predict(subject, c, [], EPOCH) for c in configs(offers, None, [1])]))
+    priced = [p for p in predictions if p.has_figure]
+    assert [p.dollars for p in priced] == sorted(p.dollars for p in priced)
+    assert not predictions[-1].has_figure                      # no basis: last, no figure
+    front = [p for p in priced if p.pareto]
+    assert front and all(not any(q.seconds <= p.seconds and q.dollars < p.dollars for q in priced) for p in front)
+    a100 = next(p for p in priced if p.config.offer.gpu_name == "A100 SXM")
+    assert not a100.pareto                  # dearer and slower than an H100 at half its price
+    a = advice(predictions, deadline_s=10 * 60)
+    text = advice_sentence(a, EPOCH)
+    assert text.startswith(f"Cheapest: {a.cheapest.config.label}")
+    assert "fastest: 8x H100 SXM on vast" in text and text.endswith(".")
+    assert "within 10 min" in text
+
+
+def test_a_budget_below_every_configuration_is_said_plainly():
+    subject = suite_subject("resnet-ddp", (), [])
+    predictions = [predict(subject, c, [], EPOCH) for c in configs([offer()], None, [1])]
+    assert advice_sentence(advice(predictions, budget=0.001), EPOCH) == \
+        "No configuration can be predicted within the budget of $0.0010."
+
+
+def test_work_is_an_epoch_of_the_workload_or_the_samples_asked_for():
+    subject = suite_subject("gpt-ddp", (), [])
+    assert subject.unit == "tokens/s" and subject.batch_per_gpu == 8 * 1024
+    assert work_for(subject, None, None).units == subject.profile.epoch_samples
+    assert work_for(subject, 2, None).units == 2 * subject.profile.epoch_samples
+    assert work_for(subject, None, 1e6).what == "1,000,000 tokens"
+
+
+def test_an_unknown_size_with_no_record_is_one_line():
+    with pytest.raises(NoSubject, match="no profile at these arguments and no record of them"):
+        suite_subject("resnet-ddp", ("--width", "7"), [])
