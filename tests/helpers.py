@@ -141,3 +141,17 @@ def one_node(counts):
     from gpubench.launch.base import SweepPoint
 
     return [SweepPoint(1, n) for n in counts]
+
+
+# pytorch/examples' single-process style: a script that trains alone, never forming a
+# process group, and says "done" at its end.
+TRAINS_ALONE = """\
+import torch
+from torch import nn
+model = nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(5):
+    loss = model(torch.randn(16, 8)).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+print("done")
+"""

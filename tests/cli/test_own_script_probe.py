@@ -12,21 +12,12 @@ import subprocess
 
 import pytest
 
-from tests.helpers import REPO, run_gpubench
+from tests.helpers import REPO, TRAINS_ALONE, run_gpubench
 
 pytestmark = pytest.mark.slow
 
 # pytorch/examples' single-process style, started by torchrun unchanged
-ALONE = """\
-import torch
-from torch import nn
-model = nn.Linear(8, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(5):
-    loss = model(torch.randn(16, 8)).pow(2).mean()
-    opt.zero_grad(); loss.backward(); opt.step()
-print("done")
-"""
+ALONE = TRAINS_ALONE
 
 # the DDP tutorial's guard: too few GPUs, a message, and exit code 0
 GUARD = """\

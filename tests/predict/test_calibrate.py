@@ -17,7 +17,7 @@ from gpubench.errors import UsageError
 from gpubench.predict import calibrate
 from gpubench.predict.calibrate import STEPS, Calibration, CalibrationError
 from gpubench.workloads.script_probe import CALIBRATE_ENV, PREFIX
-from tests.helpers import JOIN, LEAVE, REPO
+from tests.helpers import JOIN, LEAVE, REPO, TRAINS_ALONE
 
 # A Linear(32, 16) under DDP on gloo, batch 8, 20 steps from a DataLoader of 400 samples
 # (a smaller validation loader made after it); it would write its marker at the end.
@@ -46,16 +46,7 @@ MISSING_DATA = JOIN + """\
 open("no-such-data.csv").read()
 """ + LEAVE
 
-NO_DDP = """\
-import torch
-from torch import nn
-model = nn.Linear(8, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(5):
-    loss = model(torch.randn(16, 8)).pow(2).mean()
-    opt.zero_grad(); loss.backward(); opt.step()
-print("done")
-"""
+NO_DDP = TRAINS_ALONE
 
 
 def script(tmp_path, monkeypatch, source: str):
