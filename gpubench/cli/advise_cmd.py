@@ -91,11 +91,28 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
         err(f"{len(rows) - len(shown)} more configuration(s): --limit 0 shows all")
     if folded:
         err(f"{folded} dearer offer(s) of a GPU type and size already listed are left out")
-    no_basis = sum(1 for p in predictions if not p.has_figure)
-    if no_basis:
-        err(f"{no_basis} configuration(s) have no basis for a prediction (an unknown GPU type "
-            f"with no records): listed last, without figures")
+    for line in left_out_lines(predictions):
+        err(line)
     out(advice_sentence(a, work))
+
+
+def left_out_lines(predictions) -> list[str]:
+    """Why configurations have no figure: one line per GPU type and reason."""
+    from gpubench.predict.advise import NO_FIT
+
+    from gpubench.format import spoken
+
+    seen: dict[tuple, set] = {}
+    for p in predictions:
+        if not p.has_figure:
+            seen.setdefault((p.config.offer.gpu_name, p.left_out), set()).add(
+                p.config.gpus if p.basis == NO_FIT else None)
+    lines = []
+    for (gpu, why), counts in seen.items():
+        shown = sorted(c for c in counts if c)
+        at = f" at {spoken([str(c) for c in shown], 'and')} GPU{'s' if shown != [1] else ''}" if shown else ""
+        lines.append(f"left out: {gpu or 'an unnamed GPU'}{at}: {why}")
+    return lines
 
 
 def _subject(workload: str, args: tuple, records: list[dict], suite_subject):

@@ -12,12 +12,14 @@ from dataclasses import dataclass, replace
 
 from gpubench.predict import gpu_specs, links
 from gpubench.predict.basis import seconds_per_unit
+from gpubench.predict.memory import GB, ModelShape, need, say_gb, why_not
 from gpubench.predict.model import ASSUMED, MEASURED, UNCERTAINTY, Figure, StepInputs, scaling
 from gpubench.predict.workload_profiles import WorkloadProfile
 from gpubench.providers.common import Offer
 from gpubench.providers.gpus import offer_vram_gb
 
 NO_BASIS = "no basis"
+NO_FIT = "does not fit"
 DEFAULT_COUNTS = (1, 2, 4, 8)      # tried where a provider rents any count
 COMMUNICATION_SHARE = 0.10         # an exposed all-reduce this share of a step tells on the figure
 # DDP on a GPU runs the all-reduce on its own stream while the backward pass goes on.
@@ -48,6 +50,10 @@ class Subject:
     grad_bytes: Figure
     profile: WorkloadProfile | None
     published_ok: bool           # at the size published figures were made at
+    shape: ModelShape | None = None        # what its memory depends on, where known
+    activations: Figure | None = None      # activation bytes per batch element (sample, sequence)
+    memory_batch: int = 0                  # batch elements per GPU
+    strategy: str = "DDP"                  # "DDP": every GPU holds it all; "FSDP": sharded
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,9 @@ def predict(subject: Subject, config: Config, records: list[dict], work: Work,
             measured_link_mbit_s: float | None = None) -> Prediction:
     """One configuration's prediction, or a Prediction saying why there is none."""
     gpu, memory = config.offer.gpu_name, offer_vram_gb(config.offer)
+    too_big = does_not_fit(subject, config.gpus, memory)
+    if too_big:
+        return Prediction(config, basis=NO_FIT, left_out=too_big)
     per_unit = seconds_per_unit(subject.profile, subject.workload, subject.args, subject.precision,
                                 gpu, records, subject.published_ok, memory)
     if per_unit is None:
@@ -135,6 +144,23 @@ def predict(subject: Subject, config: Config, records: list[dict], work: Work,
     return Prediction(config, s.at.throughput, s.at.uncertainty, seconds,
                       config.price_per_hour * seconds / 3600.0, s.speedup, s.efficiency,
                       weakest(telling), tuple(f.source for f in figures), s.at.bound_by)
+
+
+def does_not_fit(subject: Subject, gpus: int, card_gb: float | None) -> str | None:
+    """Why the workload cannot train on a card of `card_gb` at `gpus` GPUs (its strategy,
+    its batch), with what FSDP would need where DDP does not fit; None where it fits or
+    nothing is known of its memory or of the card's."""
+    if subject.shape is None or not card_gb:
+        return None
+    card = card_gb * GB
+    m = need(subject.shape, subject.strategy, gpus, subject.activations)
+    reason = why_not(subject.shape, m, card, max(subject.memory_batch, 1))
+    if reason and subject.strategy == "DDP" and subject.shape.block_params and gpus > 1:
+        sharded = need(subject.shape, "FSDP", gpus, subject.activations)
+        if not why_not(subject.shape, sharded, card, max(subject.memory_batch, 1)):
+            reason += (f"; FSDP over {gpus} GPUs would need about {say_gb(sharded.static_bytes)} "
+                       f"a GPU plus activations (gpt-fsdp)")
+    return reason
 
 
 def weakest(figures: list[Figure]) -> str:

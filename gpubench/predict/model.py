@@ -31,6 +31,7 @@ from dataclasses import dataclass
 # datasheet figure assumes an efficiency; an assumption is a guess with a name.
 MEASURED, PUBLISHED, SCALED, DATASHEET, ASSUMED = "measured", "published", "scaled", "datasheet", "assumed"
 UNCERTAINTY = {MEASURED: 0.10, PUBLISHED: 0.25, SCALED: 0.35, DATASHEET: 0.50, ASSUMED: 0.60}
+MOST_UNCERTAIN = 0.9     # an interval says no more than "within a factor of ten"
 BACKWARD_SHARE = 2.0 / 3.0       # backward is about twice the forward's FLOPs
 # DDP all-reduces gradients in buckets of 25 MiB (DistributedDataParallel's bucket_cap_mb
 # default) as the backward pass fills them; the last bucket is only ready when the
@@ -139,7 +140,7 @@ def _uncertainty(inputs: StepInputs, link: Link | None, compute: float, allreduc
         slower_link = max(0.0, allreduce * (1 + link.busbw_gbs.uncertainty) - hidden)
         less_overlap = max(0.0, allreduce - hidden * (1 - inputs.overlap.uncertainty))
         share += (slower_link - exposed + less_overlap - exposed) / step
-    return share
+    return min(share, MOST_UNCERTAIN)
 
 
 @dataclass(frozen=True)

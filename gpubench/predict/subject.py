@@ -5,9 +5,13 @@ what its records say; and how much work "an epoch" or "--samples N" is."""
 from __future__ import annotations
 
 from gpubench.errors import UsageError
+from gpubench.predict import gpt_size
 from gpubench.predict.advise import Subject, Work
+from gpubench.predict.memory import ModelShape
 from gpubench.predict.model import MEASURED, Figure
 from gpubench.predict.workload_profiles import profile_for
+
+FSDP_WORKLOADS = {"gpt-fsdp"}
 
 
 class NoSubject(UsageError):
@@ -26,12 +30,19 @@ def precision_of(args: tuple) -> str:
 def suite_subject(workload: str, args: tuple, records: list[dict]) -> Subject:
     profile = profile_for(workload, list(args))
     precision = precision_of(args)
+    size = gpt_size.gpt_size(workload, args)      # a GPT at any size: by arithmetic
+    published_ok = profile is not None
+    if profile is None and size is not None:
+        profile = gpt_size.profile(workload, args, size)
     if profile is not None:
+        memory = (dict(shape=gpt_size.shape(size), activations=gpt_size.activations(size))
+                  if size is not None else dict(shape=ModelShape(profile.params)))
         return Subject(workload, args, precision, profile.unit + "/s",
                        profile.work_per_gpu_step or profile.batch_per_gpu,
                        Figure(float(profile.grad_bytes), MEASURED,
                               f"{profile.grad_bytes / 1e6:,.1f} MB of gradients, {profile.source}"),
-                       profile, published_ok=True)
+                       profile, published_ok=published_ok, memory_batch=profile.batch_per_gpu,
+                       strategy="FSDP" if workload in FSDP_WORKLOADS else "DDP", **memory)
     for r in records:     # another size: what a record of it says
         if (r.get("workload") == workload and tuple(r.get("workload_args") or ()) == args
                 and isinstance(r.get("grad_bytes"), int) and isinstance(r.get("batch_per_gpu"), int)):

@@ -76,7 +76,7 @@ def test_offers_gain_predicted_columns_and_sort_by_cost_per_epoch(cloud, cli):
     (["resnet-ddp", "--gpus", "0"], "--gpus"),
     (["resnet-ddp", "--budget", "-1"], "--budget must be a positive number of dollars"),
     (["resnet-9000"], "resnet-9000"),
-    (["resnet-ddp", "--", "--widht", "8"], "--widht"),
+    (["resnet-ddp", "--results", "r", "--", "--widht", "8"], "--widht"),
     (["resnet-ddp", "--max-price", "0.0001"], "no offer fits: --max-price 0.0001 leave nothing"),
 ])
 def test_bad_input_is_one_line_and_no_traceback(cloud, cli, tmp_path, args, says):
@@ -97,3 +97,12 @@ def test_a_provider_without_a_key_is_left_out_once_and_the_others_go_on(cloud, c
     assert code == 0, err
     assert {r["provider"] for r in json.loads(out)["predictions"]} == {"lambda", "runpod"}
     assert sum("vast" in line for line in err.splitlines()) == 1
+
+
+def test_cards_too_small_for_the_model_are_left_out_in_one_line_each(cloud, cli, tmp_path):
+    code, out, err = cli("advise", "gpt-ddp", "--gpus", "1", "--results", str(tmp_path), "--", "--n-layer", "24",
+                         "--n-head", "32", "--n-embd", "2048", "--precision", "bf16")
+    assert code == 0, err
+    assert ("left out: RTX 4090 at 1 GPU: 1.3B with AdamW under DDP needs about 21 GB a GPU plus "
+            "activations; this card has 24 GB: not even the model fits") in err.splitlines()
+    assert "H100 SXM" in out                     # 80 GB cards fit, and are ranked

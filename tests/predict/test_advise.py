@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpubench.predict import basis
-from gpubench.predict.advise import (NO_BASIS, Config, Work, advice, cheapest_of_each, configs, mark_pareto,
+from gpubench.predict.advise import (NO_BASIS, NO_FIT, Config, Work, advice, cheapest_of_each, configs, mark_pareto,
                                      predict, ranked)
 from gpubench.predict.model import DATASHEET, MEASURED, PUBLISHED, SCALED
 from gpubench.predict.subject import NoSubject, suite_subject, work_for
@@ -147,3 +147,29 @@ def test_work_is_an_epoch_of_the_workload_or_the_samples_asked_for():
 def test_an_unknown_size_with_no_record_is_one_line():
     with pytest.raises(NoSubject, match="no profile at these arguments and no record of them"):
         suite_subject("resnet-ddp", ("--width", "7"), [])
+
+
+GPT_1_3B = ("--n-layer", "24", "--n-head", "32", "--n-embd", "2048", "--precision", "bf16")
+
+
+def test_an_offer_too_small_for_the_model_is_left_out_with_the_reason():
+    subject = suite_subject("gpt-ddp", GPT_1_3B, [])
+    assert subject.shape.params == pytest.approx(1.3e9, rel=0.05) and subject.strategy == "DDP"
+    small = predict(subject, Config(offer("RTX 4090", 1, vram_gb=24), 1, 1, 0.4), [], EPOCH)
+    assert small.basis == NO_FIT and small.throughput is None
+    assert small.left_out == ("1.3B with AdamW under DDP needs about 21 GB a GPU plus activations; "
+                              "this card has 24 GB: not even the model fits")
+    assert predict(subject, Config(offer("H100 SXM", 1), 1, 1, 2.5), [], EPOCH).has_figure   # 80 GB
+    fp32 = suite_subject("gpt-ddp", GPT_1_3B[:-2], [])          # activations in fp32: 11.5 GB a sequence
+    big = predict(fp32, Config(offer("H100 SXM", 1), 1, 1, 2.5), [], EPOCH)
+    assert big.basis == NO_FIT and big.left_out.endswith("this card has 80 GB: batch 4 at most (asked 8)")
+    one_sequence = suite_subject("gpt-ddp", GPT_1_3B + ("--batch-size", "1"), [])
+    assert predict(one_sequence, Config(offer("H100 SXM"), 1, 1, 2.5), [], EPOCH).has_figure
+
+
+def test_where_ddp_cannot_fit_the_reason_says_what_fsdp_would_need():
+    subject = suite_subject("gpt-ddp", GPT_1_3B + ("--batch-size", "1"), [])
+    eight = predict(subject, Config(offer("RTX 4090", 8, vram_gb=24), 8, 1, 3.2), [], EPOCH)
+    assert "under DDP needs about 21 GB" in eight.left_out
+    assert eight.left_out.endswith("; FSDP over 8 GPUs would need about 2.9 GB a GPU plus activations (gpt-fsdp)")
+    # 1.313e9 parameters x 16 bytes / 8 = 2.63 GB, plus 3 blocks of 50.3M in bf16 = 0.30 GB
