@@ -45,6 +45,14 @@ SIGNAL_EXIT_BASE = 128  # a shell's exit status for a child killed by signal N: 
 GB = 1e9
 
 # Failures that come back at every count (kind -> why, for the line that stops the sweep).
+# torch's words when a GPU's memory runs out (c10/cuda/CUDACachingAllocator.cpp):
+# "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of
+# which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.12 GiB memory in use."
+CUDA_OOM = re.compile(r"CUDA out of memory\. Tried to allocate (?P<ask>[\d.]+ [KMGT]?i?B)\. "
+                      r"GPU (?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+ [KMGT]?i?B) of which "
+                      r"(?P<free>[\d.]+ [KMGT]?i?B) is free")
+CUDA_OOM_HELD = re.compile(r"this process has (?P<used>[\d.]+ [KMGT]?i?B) memory in use")
+
 REPEATING = {
     "usage": "the workload refused its arguments",
     "import": "a module it needs is not installed where it runs",
@@ -129,7 +137,8 @@ def explain(tail: list[str], facts: RunFacts) -> Failure:
         at = _own_error_at(lines)
         if at is not None:
             own = lines[at].strip()
-            return _without_gpu(own, _script_frame(lines, at)) or Failure(own, _kind(own, tail))
+            return (_without_gpu(own, _script_frame(lines, at)) or _out_of_gpu_memory(own)
+                    or Failure(own, _kind(own, tail)))
     last = _last_words(tail)
     code = facts.returncode
     if not last:
@@ -207,6 +216,20 @@ def _without_gpu(error: str, frame: str | None) -> Failure | None:
                        "count sees only its own GPUs, numbered from 0: cuda:LOCAL_RANK follows "
                        f"the count): {error}", "failed")
     return None
+
+
+def _out_of_gpu_memory(error: str) -> Failure | None:
+    """torch's CUDA out-of-memory error in one line: what the process held, of the card's
+    memory, and what it asked for more."""
+    found = CUDA_OOM.search(error)
+    if not found:
+        return None
+    held = CUDA_OOM_HELD.search(error)
+    had = f"the process held {held['used']} of" if held else "it ran out of"
+    return Failure(f"out of GPU memory on GPU {found['gpu']}: {had} the card's {found['total']} "
+                   f"({found['free']} free) and asked for {found['ask']} more; a smaller "
+                   "--batch-size, activation checkpointing or FSDP (gpt-fsdp) needs less",
+                   "out of gpu memory")
 
 
 def _no_accelerator(error: str, frame: str | None) -> bool:

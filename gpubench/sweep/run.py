@@ -32,6 +32,7 @@ from gpubench.errors import GpubenchError, UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.launch.failures import Failure, last_words, stop_reason
 from gpubench.launch.points import sweep_points
+from gpubench.sweep import out_of_memory
 from gpubench.sweep.probe import ALONE, ProbeReports, verdict
 from gpubench.sweep.records import finish_record
 from gpubench.sweep.waits import QUIET_AFTER_S, TIMEOUT_KIND, QuietWatch, TimedOut, goes_on, larger_ahead
@@ -196,7 +197,22 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
             return result
         if runs.failure is not None and runs.failure.kind == TIMEOUT_KIND:
             _after_timeout(plan, point, [p for _, p in schedule[at + 1:]], failed, result, echo, ask)
+        if out_of_memory.larger_cannot_fit(runs.failure, plan.workload.name, result.records[-1]):
+            _after_out_of_memory(point, [p for _, p in schedule[at + 1:]], failed, result, echo,
+                                 runs.failure.kind)
     return result
+
+
+def _after_out_of_memory(point: SweepPoint, later: list[SweepPoint], failed: set[SweepPoint],
+                         result: SweepResult, echo: Callable[[str], None], kind: str) -> None:
+    """The larger counts that would hold as much memory or more are not run; the sweep
+    goes on with the others (sweep/out_of_memory.py)."""
+    ahead = larger_ahead(point, later, failed | set(result.dropped))
+    if not ahead:
+        return
+    for other in ahead:
+        result.dropped[other] = out_of_memory.skipped(other, point, kind)
+    echo(out_of_memory.stop_line(point, ahead))
 
 
 def _after_timeout(plan: SweepPlan, point: SweepPoint, later: list[SweepPoint], failed: set[SweepPoint],
