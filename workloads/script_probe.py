@@ -125,6 +125,7 @@ def _install() -> None:
             setattr(module, "fully_shard", _after_wrap(original, _wrapped("FSDP2"), of_result=True))
     if _calibration is not None:
         _calibration.install_loaders()
+        _calibration.install_optimizers()
 
 
 def _wrap_init(module_name: str, class_name: str, kind: str) -> None:
@@ -192,6 +193,9 @@ class _Calibration:
         self.starts: list[float] = []  # perf_counter at each step's forward call
         self.batch = None
         self.counter = None  # FlopCounterMode while it counts
+        self.saving = None  # saved_tensors_hooks while it counts: the activations kept for backward
+        self.saved: dict = {}  # (storage pointer, bytes) -> bytes, each storage once
+        self.optimizers: list[str] = []  # the optimizers' class names, as made
         self.flops = None
         self.window = None  # "step": closed by the next step; "exit": by the script's end
         self.datasets = {"largest": None, "feeding": None, "iterated": None}
@@ -252,12 +256,34 @@ class _Calibration:
         counter = FlopCounterMode(display=False)
         counter.__enter__()
         self.counter = counter
+        try:  # what autograd keeps for the backward pass: the step's activation memory
+            import torch
+
+            def pack(tensor):
+                try:
+                    key = (tensor.untyped_storage().data_ptr(), tensor.untyped_storage().nbytes())
+                    self.saved[key] = key[1]
+                except Exception:
+                    pass
+                return tensor
+
+            saving = torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor)
+            saving.__enter__()
+            self.saving = saving
+        except Exception:
+            self.saving = None
 
     def _stop_counting(self, window: str) -> None:
         """Leave the counter where it can be left: a dispatch mode leaves the stack from
         its top, so one entered above it since (by the script) keeps it in."""
         import torch.utils._python_dispatch as dispatch
 
+        saving, self.saving = self.saving, None
+        if saving is not None:
+            try:
+                saving.__exit__(None, None, None)
+            except Exception:
+                pass
         counter, self.counter = self.counter, None
         if counter is None or dispatch._get_current_dispatch_mode() is not counter.mode:
             return
@@ -320,6 +346,30 @@ class _Calibration:
         probed_init.__gpubench_probe__ = probed_iter.__gpubench_probe__ = True
         DataLoader.__init__, DataLoader.__iter__ = probed_init, probed_iter
 
+    def install_optimizers(self) -> None:
+        """Note the class of each optimizer made (its states are memory: AdamW's two
+        moments, SGD's momentum)."""
+        try:
+            import torch
+        except Exception:
+            return
+        init = torch.optim.Optimizer.__init__
+        if getattr(init, "__gpubench_probe__", False):
+            return
+
+        @functools.wraps(init)
+        def probed_init(optimizer, *args, **kwargs):
+            init(optimizer, *args, **kwargs)
+            try:
+                momentum = any(g.get("momentum") for g in optimizer.param_groups)
+                name = type(optimizer).__name__.lower()
+                self.optimizers.append(f"{name}-momentum" if name == "sgd" and momentum else name)
+            except Exception:
+                pass
+
+        probed_init.__gpubench_probe__ = True
+        torch.optim.Optimizer.__init__ = probed_init
+
     def summary(self) -> dict:
         if self.counter is not None:  # the script ended within the counted step
             self._stop_counting("exit")
@@ -332,6 +382,8 @@ class _Calibration:
                 "flops_window": self.window, "grad_bytes": grad_bytes, "params": params,
                 "cpu_step_s": sum(timed) / len(timed) if timed else None,
                 "epoch_samples": self.datasets["feeding"] or self.datasets["largest"],
+                "saved_bytes": sum(self.saved.values()) if self.saved else None,
+                "optimizer": self.optimizers[0] if self.optimizers else None,
                 "steps_seen": len(self.starts), "steps_asked": self.steps}
 
 

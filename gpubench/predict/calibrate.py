@@ -29,6 +29,7 @@ from gpubench.launch.base import SweepPoint
 from gpubench.launch.failures import last_words
 from gpubench.launch.local import LocalLauncher
 from gpubench.predict.advise import Subject
+from gpubench.predict.memory import OPTIMIZER_BYTES, ModelShape
 from gpubench.predict.model import MEASURED, Figure
 from gpubench.predict.workload_profiles import WorkloadProfile
 from gpubench.suite import WorkloadRef
@@ -58,6 +59,8 @@ class Calibration:
     whole_step: bool             # False: the count ran to the script's end, not to a next step
     date: str
     seconds: float               # the calibration run, torchrun's start included
+    saved_bytes: int | None = None   # what autograd kept for the backward pass in the counted step
+    optimizer: str | None = None     # the first optimizer's class, lower case ("adamw", "sgd-momentum")
 
     @property
     def flops_per_sample(self) -> float:
@@ -83,7 +86,21 @@ def script_subject(ref: WorkloadRef, args: tuple, records: list[dict],
                   f"{size(cal.grad_bytes)} of gradients, counted by the calibration run's "
                   f"probe: the parameters requiring grad of the model it wraps, {cal.date}")
     return Subject(ref.name, tuple(args), "-", "samples/s", cal.batch, grad, profile,
-                   published_ok=False)
+                   published_ok=False, memory_batch=cal.batch, **memory_of(cal))
+
+
+def memory_of(cal: Calibration) -> dict:
+    """What the memory model needs from a calibration: the parameters and the optimizer's
+    states (AdamW where it made another or none it knows), and the activations per
+    sample, as autograd kept them for the backward pass on this CPU (fp32: an upper
+    bound for a run under bf16 autocast)."""
+    optimizer = cal.optimizer if cal.optimizer in OPTIMIZER_BYTES else "adamw"
+    out: dict = {"shape": ModelShape(cal.params, optimizer=optimizer, compute_bytes=4.0)}
+    if cal.saved_bytes and cal.batch:
+        out["activations"] = Figure(cal.saved_bytes / cal.batch, MEASURED,
+                                    f"{size(cal.saved_bytes)} saved for the backward pass at a batch of "
+                                    f"{cal.batch} in the calibration run (fp32 on this CPU)")
+    return out
 
 
 def calibration_for(ref: WorkloadRef, args: tuple, say: Callable[[str], None]) -> Calibration:
@@ -170,7 +187,8 @@ def from_report(name: str, report: dict, seconds: float, said: str = "") -> Cali
     return Calibration(float(counted), int(batch), int(found.get("grad_bytes") or 0),
                        int(found.get("params") or 0), found.get("epoch_samples"),
                        found.get("cpu_step_s"), int(steps), found.get("flops_window") == "step",
-                       datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), round(seconds, 1))
+                       datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), round(seconds, 1),
+                       found.get("saved_bytes"), found.get("optimizer"))
 
 
 def flops(value: float) -> str:

@@ -139,6 +139,12 @@ def test_a_ddp_script_is_counted_in_a_few_steps_and_ended_early(tmp_path, monkey
     assert not marker.exists()                                 # ended after STEPS steps
     cal = calibrate.cached(calibrate.cache_key(ref, ()))
     assert cal.steps_seen == STEPS + 1 and cal.cpu_step_s > 0
+    # memory: the optimizer it made, and what autograd kept for the backward pass (at least
+    # the input batch the weight's gradient needs: 8 x 32 fp32 values)
+    assert cal.optimizer == "sgd" and subject.shape.optimizer == "sgd"
+    assert subject.shape.params == 32 * 16 + 16
+    assert cal.saved_bytes >= 8 * 32 * 4
+    assert subject.activations.value == cal.saved_bytes / 8 and subject.memory_batch == 8
     assert said[0].startswith("calibration: running") and "2.05 kFLOP per sample" in said[1]
 
 
