@@ -40,8 +40,16 @@ SUITE: tuple[SuiteEntry, ...] = (
     SuiteEntry("gpt-ddp", "gpt_ddp.py", "tokens/s, model TFLOP/s, MFU",
                "GPT-2 small (12 layers, 12 heads, 768 wide), 1024-token context, batch 8 "
                "sequences/GPU, 50 steps (on a CPU: 1 sequence of 256 tokens, 5 steps); "
-               "--n-layer/--n-head/--n-embd/--block-size/--vocab-size",
+               "--params/--n-layer/--n-head/--n-embd/--block-size/--vocab-size",
                "a GPT-2-small-shaped decoder LM (nanoGPT) on synthetic tokens"),
+    SuiteEntry("gpt-fsdp", "gpt_fsdp.py", "tokens/s, model TFLOP/s, MFU, peak memory and "
+               "parameter bytes per GPU",
+               "gpt-ddp's model and sizes (125M: GPT-2 small, batch 8 sequences of 1024 tokens/GPU, "
+               "50 steps; on a CPU 1 of 256, 5 steps), FSDP2 full shard per block + root, fp32 "
+               "(--precision bf16: bf16 parameters and compute, fp32 reduce); "
+               "--params 125M|350M|760M|1.3B|2.7B|6.7B, --activation-checkpointing",
+               "the same GPT sharded with FSDP2 (fully_shard), to set its memory and speed "
+               "against gpt-ddp's"),
     SuiteEntry("recsys-ddp", "recsys_ddp.py", "ratings/s, epoch time",
                "ml-1m shape (6,040 users, 3,706 movies, 1M ratings), batch 1024/GPU, 32-dim embeddings, "
                "1 epoch",

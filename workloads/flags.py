@@ -99,10 +99,31 @@ def _resnet(p: WorkloadParser) -> Callable:
     return check
 
 
+# The GPT-3 paper's model sizes (Brown et al. 2020, table 2.1) as --params names them:
+# (layers, heads, width). 1.3B takes 32 heads of 64 (the paper lists 24 of 128, which do
+# not divide its width of 2048). With the suite's 50,304-token vocabulary and 1024 tokens
+# of context the counts come out near the names (125M: 124.4M parameters).
+GPT_PRESETS: dict[str, tuple[int, int, int]] = {
+    "125M": (12, 12, 768),   # GPT-2 small's shape, the default
+    "350M": (24, 16, 1024),
+    "760M": (24, 16, 1536),
+    "1.3B": (24, 32, 2048),
+    "2.7B": (32, 32, 2560),
+    "6.7B": (32, 32, 4096),
+}
+GPT_DEFAULT_PRESET = "125M"
+
+
 def _gpt(p: WorkloadParser) -> Callable:
-    p.add_argument("--n-layer", type=int, default=12)
-    p.add_argument("--n-head", type=int, default=12)
-    p.add_argument("--n-embd", type=int, default=768)
+    p.add_argument("--params", choices=list(GPT_PRESETS), default=None,
+                   help="the model size by the GPT-3 paper's table: "
+                        + ", ".join(f"{k} ({l} layers, {h} heads, {c} wide)"
+                                    for k, (l, h, c) in GPT_PRESETS.items())
+                        + f" (default: {GPT_DEFAULT_PRESET}); --n-layer, --n-head and --n-embd, "
+                          "where given, win over it, each for the size it names")
+    p.add_argument("--n-layer", type=int, default=None, help="transformer blocks (default: --params's)")
+    p.add_argument("--n-head", type=int, default=None, help="attention heads (default: --params's)")
+    p.add_argument("--n-embd", type=int, default=None, help="model width (default: --params's)")
     p.add_argument("--block-size", type=int, default=None,
                    help="tokens per sequence (default: 1024; 256 on a CPU)")
     p.add_argument("--vocab-size", type=int, default=50304)
@@ -112,12 +133,33 @@ def _gpt(p: WorkloadParser) -> Callable:
 
     def check(args) -> None:
         if args.data != "synthetic":
-            p.error("--data: gpt-ddp runs on synthetic tokens only")
+            p.error(f"--data: {p.prog} runs on synthetic tokens only")
+        resolve_gpt_size(args)
         sizes = [args.n_layer, args.n_head, args.n_embd, args.vocab_size]
         if min(sizes + ([args.block_size] if args.block_size is not None else [])) < 1:
             p.error("model sizes must be positive")
         if args.n_embd % args.n_head:
             p.error("--n-embd must be a multiple of --n-head")
+    return check
+
+
+def resolve_gpt_size(args: argparse.Namespace) -> None:
+    """Fill --n-layer, --n-head and --n-embd left out from --params (or its default), and
+    set args.params to the preset whose shape the model has, None where it has none:
+    `--params 125M` and no flags at all then parse alike."""
+    preset = GPT_PRESETS[args.params or GPT_DEFAULT_PRESET]
+    for name, value in zip(("n_layer", "n_head", "n_embd"), preset):
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    shape = (args.n_layer, args.n_head, args.n_embd)
+    args.params = next((name for name, size in GPT_PRESETS.items() if size == shape), None)
+
+
+def _gpt_fsdp(p: WorkloadParser) -> Callable:
+    check = _gpt(p)
+    p.add_argument("--activation-checkpointing", action="store_true",
+                   help="recompute each transformer block's activations in the backward "
+                        "(torch.utils.checkpoint) instead of keeping them")
     return check
 
 
@@ -161,6 +203,8 @@ WORKLOADS: dict[str, tuple[str, int | None, Callable]] = {
                    None, _resnet),
     "gpt-ddp": ("A GPT-2-small-shaped decoder LM (nanoGPT's) trained with DDP on synthetic tokens.",
                 None, _gpt),
+    "gpt-fsdp": ("The same GPT (--params 125M to 6.7B) trained with FSDP2 (fully_shard per block "
+                 "and the root) on synthetic tokens.", None, _gpt_fsdp),
     "recsys-ddp": ("The MovieLens user/movie embedding model trained with DDP.", 1024, _recsys),
     "allreduce": ("torch.distributed all_reduce bandwidth over message sizes, as nccl-tests measures it.",
                   1, _allreduce),
@@ -218,10 +262,11 @@ DEVICE_SIZES: dict[str, dict[str, dict[str, int]]] = {
     "gpt-ddp": {GPU: {"batch_size": 8, "block_size": 1024, "warmup": 5},
                 CPU: {"batch_size": 1, "block_size": 256, "warmup": 2}},
 }
-CPU_DEFAULT_STEPS = {"resnet-ddp": 10, "gpt-ddp": 5}  # without --steps on a CPU
+DEVICE_SIZES["gpt-fsdp"] = DEVICE_SIZES["gpt-ddp"]  # the same model at the same sizes
+CPU_DEFAULT_STEPS = {"resnet-ddp": 10, "gpt-ddp": 5, "gpt-fsdp": 5}  # without --steps on a CPU
 # Without --steps or --epochs on a GPU (an epoch of ImageNet or OpenWebText is hours):
 # the report derives epoch time from throughput.
-GPU_DEFAULT_STEPS = {"resnet-ddp": 200, "gpt-ddp": 50}
+GPU_DEFAULT_STEPS = {"resnet-ddp": 200, "gpt-ddp": 50, "gpt-fsdp": 50}
 
 
 def size_for_device(workload: str, args: argparse.Namespace, device_type: str) -> str | None:

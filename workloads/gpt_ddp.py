@@ -9,7 +9,8 @@ DistributedDataParallel on synthetic tokens; tokens/s, model TFLOP/s and MFU.
         --vocab-size 512 --batch-size 2 --steps 3                            # tiny, for a CPU
 
 The default shape is GPT-2 small (12 layers, 12 heads, 768 wide, 1024 tokens
-of context, vocabulary 50304: GPT-2's 50257 padded to a multiple of 64).
+of context, vocabulary 50304: GPT-2's 50257 padded to a multiple of 64); --params
+names a GPT-3 paper size instead (125M to 6.7B, flags.GPT_PRESETS).
 Attention is F.scaled_dot_product_attention (flash attention where the GPU
 has it). Tokens are random ids made on the device, so the loop measures the
 model and the all-reduce. An "epoch" is OpenWebText's ~9B training tokens;
@@ -20,6 +21,11 @@ and 5 measured steps: flags.DEVICE_SIZES), and the record says so (size: cpu).
 Model FLOPs per token are the PaLM / nanoGPT count, 6*N + 12*L*H*Q*T
 (metrics.gpt_flops_per_token); MFU is the achieved model FLOP/s of one GPU
 over its peak dense tensor-core figure at the precision (metrics.PEAK_TFLOPS).
+The record also carries the memory of one process (peak_memory_bytes and
+peak_reserved_bytes on a GPU, process_peak_rss_bytes on a CPU: peak_memory_kind
+says which to compare), the parameter bytes each process holds and the sharding
+("DDP (replicated)"), as gpt-fsdp's does: gpt_fsdp.py runs this model, this loop
+and this record under FSDP2.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import torch
 import torch.nn as nn
@@ -40,7 +47,6 @@ import metrics
 WORKLOAD = "gpt-ddp"
 # sequences per GPU: 8 (nanoGPT uses 12 with gradient accumulation); 2 of 256 tokens on a CPU
 OPENWEBTEXT_TRAIN_TOKENS = 9_035_582_198  # nanoGPT's prepared train.bin
-DEFAULT_STEPS = flags.GPU_DEFAULT_STEPS["gpt-ddp"]  # without --steps or --epochs
 
 
 @dataclass
@@ -104,15 +110,22 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=False)
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         self.wte.weight = self.lm_head.weight  # weight tying, as GPT-2
+        self.init_weights()
+
+    def init_weights(self) -> None:
+        """nanoGPT's initialisation; called again on a model made on the meta device once
+        its (sharded) parameters have memory (gpt_fsdp.py)."""
         self.apply(self._init_weights)
         for name, p in self.named_parameters():  # GPT-2's scaled init of the residual projections
             if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * self.cfg.n_layer))
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        elif isinstance(module, nn.LayerNorm):
+            module.reset_parameters()  # ones, as made (no random numbers drawn)
 
     def num_params(self, non_embedding: bool = True) -> int:
         """Parameters, without the position embedding by default (nanoGPT's N):
@@ -130,15 +143,35 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
 
 
-class Trainer:
-    """One DDP replica: AdamW (nanoGPT's settings) on random token sequences."""
+@dataclass
+class Wrapped:
+    """The GPT made for a run and how it is spread over the processes."""
 
-    def __init__(self, ctx: harness.Dist, args, cfg: GPTConfig) -> None:
+    model: GPT  # its parameters are what the optimizer steps (FSDP's: the local shards)
+    module: nn.Module  # what the step calls: the DDP wrapper, or the FSDP model itself
+    sharding: str  # the record's sharding
+    fields: dict  # the wrapping's own record fields
+
+
+def wrap_ddp(ctx: harness.Dist, args, cfg: GPTConfig) -> Wrapped:
+    """One whole replica per process; DDP all-reduces the gradients."""
+    model = GPT(cfg).to(ctx.device)
+    ddp = DDP(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
+    return Wrapped(model, ddp, "DDP (replicated)", {})
+
+
+class Trainer:
+    """One DDP replica (or FSDP shard: gpt_fsdp.py): AdamW (nanoGPT's settings) on random
+    token sequences."""
+
+    def __init__(self, ctx: harness.Dist, args, cfg: GPTConfig,
+                 wrap: Callable[[harness.Dist, object, GPTConfig], Wrapped] = wrap_ddp) -> None:
         self.ctx = ctx
         self.args = args
-        model = GPT(cfg).to(ctx.device)
-        self.n_params = model.num_params()
-        self.model = DDP(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
+        self.wrapped = wrap(ctx, args, cfg)
+        model = self.wrapped.model
+        self.n_params = model.num_params()  # a sharded parameter counts whole
+        self.model = self.wrapped.module
         if args.compile:
             self.model = torch.compile(self.model)
         decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -164,35 +197,45 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = flags.parse(WORKLOAD, argv)
+    return run(WORKLOAD, argv, wrap_ddp)
+
+
+def run(workload: str, argv: list[str] | None,
+        wrap: Callable[[harness.Dist, object, GPTConfig], Wrapped]) -> int:
+    """Train the GPT its flags give, wrapped by `wrap` (DDP here, FSDP2 in gpt_fsdp.py),
+    and write the record: tokens/s, model TFLOP/s, MFU, and memory per process."""
+    args = flags.parse(workload, argv)
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     ctx = harness.setup_distributed()
-    size = flags.size_for_device(WORKLOAD, args, ctx.device.type)
+    size = flags.size_for_device(workload, args, ctx.device.type)
     cfg = GPTConfig(args.block_size, args.vocab_size, args.n_layer, args.n_head, args.n_embd)
     try:
-        trainer = Trainer(ctx, args, cfg)
+        trainer = Trainer(ctx, args, cfg, wrap)
         tokens_per_step = args.batch_size * cfg.block_size * ctx.world_size
         steps_per_epoch = max(1, OPENWEBTEXT_TRAIN_TOKENS // tokens_per_step)
-        steps = harness.measured_steps(args, steps_per_epoch, DEFAULT_STEPS)
+        steps = harness.measured_steps(args, steps_per_epoch,
+                                       flags.GPU_DEFAULT_STEPS[workload])  # without --steps/--epochs
         timer = harness.measure(ctx, args, trainer.step, steps)
 
         # Model FLOPs per token: 6*N (2 FLOPs per multiply-add, forward + backward = 3x the
         # forward) + 12*L*H*Q*T (attention scores and their weighted sum). MFU: the model
         # FLOP/s of one GPU over its peak. Tokens/s comes from the measured window only.
+        # Recomputed activations (gpt-fsdp --activation-checkpointing) are not model FLOPs.
         head_dim = cfg.n_embd // cfg.n_head
         flops_per_token = metrics.gpt_flops_per_token(trainer.n_params, cfg.n_layer, cfg.n_head,
                                                       head_dim, cfg.block_size)
         record = harness.build_record(
-            ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
+            ctx, args, workload=workload, timer=timer, steps=steps,
             samples_per_step=tokens_per_step, epoch_samples=OPENWEBTEXT_TRAIN_TOKENS,
-            unit="tokens/s", model=trainer.model,
+            unit="tokens/s", model=trainer.model, sharding=trainer.wrapped.sharding,
             extra={"model": "gpt", **asdict(cfg), "non_embedding_params": trainer.n_params,
-                   "data": "synthetic",
+                   "params_preset": args.params, "data": "synthetic",
                    "sequences_per_gpu": args.batch_size, "tokens_per_step": tokens_per_step,
                    "steps_per_epoch": steps_per_epoch, "epochs": steps / steps_per_epoch,
                    "tf32": args.tf32, "flops_per_token": flops_per_token, "size": size,
-                   "flops_formula": "6*N + 12*L*H*Q*T (PaLM appendix B, nanoGPT estimate_mfu)"},
+                   "flops_formula": "6*N + 12*L*H*Q*T (PaLM appendix B, nanoGPT estimate_mfu)",
+                   **trainer.wrapped.fields},
         )
         tokens_per_s = record["throughput"] or 0.0
         tokens_per_s_per_gpu = tokens_per_s / ctx.world_size
@@ -209,11 +252,29 @@ def main(argv: list[str] | None = None) -> int:
         harness.emit_record(ctx, args, record)
         if ctx.is_main:
             mfu = f"{record['mfu']:.1%}" if record["mfu"] is not None else "n/a (no peak for this device)"
-            print(f"gpt-ddp: {record['model_tflops_per_gpu']:.2f} model TFLOP/s per GPU, MFU {mfu}",
-                  flush=True)
+            print(f"{workload}: {record['model_tflops_per_gpu']:.2f} model TFLOP/s per GPU, MFU {mfu}; "
+                  f"{memory_line(record)}", flush=True)
         return 0
     finally:
         harness.teardown_distributed()
+
+
+def memory_line(record: dict) -> str:
+    """'peak 3.21 GiB a process (cuda allocated); parameters 237.2 MiB a process (DDP (replicated))'"""
+    peak = record.get("peak_memory_bytes") if record.get("device") == "cuda" \
+        else record.get("process_peak_rss_bytes")
+    return (f"peak {_bytes(peak)} a process ({record.get('peak_memory_kind')}); parameters "
+            f"{_bytes(record.get('param_bytes_per_process'))} a process ({record.get('sharding')})")
+
+
+def _bytes(n: float | None) -> str:
+    if n is None:
+        return "n/a"
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.2f} GiB"
 
 
 if __name__ == "__main__":

@@ -327,13 +327,71 @@ def model_sizes(model: torch.nn.Module | None) -> dict:
             "grad_bytes": sum(p.numel() * p.element_size() for p in params if p.requires_grad)}
 
 
+def local_param_bytes(model: torch.nn.Module | None) -> int | None:
+    """Bytes of the parameters this process holds, each once: a sharded parameter
+    (FSDP2's DTensor) by its local shard, any other whole (a DDP replica). None
+    without a model."""
+    if model is None:
+        return None
+    held = (p.to_local() if hasattr(p, "to_local") else p for p in model.parameters())
+    return sum(t.numel() * t.element_size() for t in held)
+
+
+def sharding_of(model: torch.nn.Module | None) -> str | None:
+    """'DDP (replicated)' for a DDP-wrapped model (compiled or not); None otherwise: a
+    workload that shards says how itself (build_record's `sharding`)."""
+    inner = getattr(model, "_orig_mod", model)  # torch.compile's wrapper
+    if isinstance(inner, torch.nn.parallel.DistributedDataParallel):
+        return "DDP (replicated)"
+    return None
+
+
+CUDA_ALLOCATED, CPU_RSS = "cuda allocated", "process peak RSS (CPU)"  # peak_memory_kind
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident set so far (getrusage ru_maxrss: kilobytes on Linux,
+    bytes on macOS); None where there is no getrusage."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def peak_memory(ctx: Dist) -> dict:
+    """The most memory any rank held so far (a collective: every rank calls it), and which
+    memory is the figure to compare: on a GPU what torch allocated (peak_memory_bytes) and
+    reserved from the driver; on a CPU the process's peak RSS, which holds Python, torch
+    and its libraries besides the tensors, and what glibc's malloc keeps of memory freed
+    (FSDP's per-step gather and reduce buffers: its saving shows in the RSS under
+    MALLOC_MMAP_THRESHOLD_=65536). The peak RSS comes on a GPU too (host memory)."""
+    cuda = ctx.device.type == "cuda"
+    rss = peak_rss_bytes()
+    figures = [-1 if rss is None else rss]
+    if cuda:
+        figures += [torch.cuda.max_memory_allocated(ctx.device), torch.cuda.max_memory_reserved(ctx.device)]
+    t = torch.tensor(figures, dtype=torch.float64, device=ctx.device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    peaks = [int(v) for v in t.tolist()]
+    memory = {"process_peak_rss_bytes": peaks[0] if peaks[0] >= 0 else None,
+              "peak_reserved_bytes": peaks[2] if cuda else None,
+              "peak_memory_kind": CUDA_ALLOCATED if cuda else CPU_RSS}
+    if cuda:
+        memory["peak_memory_bytes"] = peaks[1]
+    return memory
+
+
 def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: StepTimer,
                  steps: int, samples_per_step: int, epoch_samples: int | None,
                  unit: str = "samples/s", model: torch.nn.Module | None = None,
-                 extra: dict | None = None) -> dict:
+                 sharding: str | None = None, extra: dict | None = None) -> dict:
     """The workload's half of a result record (its fields: record_schema.FIELDS, filled
     by the workload); gpubench adds provider, price and cost. `model` (the DDP-wrapped
-    one) gives params and grad_bytes; `extra` holds the workload's own fields."""
+    one) gives params, grad_bytes and the bytes of parameters each process holds;
+    `sharding` says how they are spread (default: 'DDP (replicated)' for a DDP model);
+    `extra` holds the workload's own fields."""
     step_s = timer.step_seconds()
     wall = max_across_ranks(timer.window_seconds, ctx.device)
     samples = samples_per_step * steps
@@ -365,10 +423,11 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
         "threads_per_process": torch.get_num_threads(),
         "workload_argv": sys.argv[1:],
         **model_sizes(model),
+        "sharding": sharding or sharding_of(model),
+        "param_bytes_per_process": None if model is None else int(max_across_ranks(
+            local_param_bytes(model), ctx.device)),
+        **peak_memory(ctx),
     }
-    if ctx.device.type == "cuda":
-        record["peak_memory_bytes"] = int(max_across_ranks(
-            torch.cuda.max_memory_allocated(ctx.device), ctx.device))
     if timer.monitor is not None:
         record.update(timer.monitor.summary_across_ranks(ctx))
     if args.profile:

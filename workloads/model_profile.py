@@ -57,7 +57,8 @@ import mnist_ddp  # noqa: E402
 import recsys_ddp  # noqa: E402
 import resnet_ddp  # noqa: E402
 
-SUITE = ("mnist-ddp", "resnet-ddp", "gpt-ddp", "recsys-ddp")  # allreduce has no model
+SUITE = ("mnist-ddp", "resnet-ddp", "gpt-ddp", "gpt-fsdp", "recsys-ddp")  # allreduce has no model
+GPT = ("gpt-ddp", "gpt-fsdp")  # one model: FSDP shards it, the step's FLOPs are gpt-ddp's
 PROFILES_FILE = HERE / "profiles.json"
 COMMAND = "python workloads/model_profile.py --write"
 CPU_BATCH = 2  # the batch of the CPU fallback (GPT: 1 sequence of the full length)
@@ -71,7 +72,7 @@ class Step:
     loss: Callable[[], torch.Tensor]  # forward + loss on a batch made on the model's device
     work: int  # units of work in that batch (images, tokens, ratings)
     unit: str  # the record's throughput_unit without "/s"
-    batch_per_gpu: int  # the record's batch_per_gpu (sequences for gpt-ddp)
+    batch_per_gpu: int  # the record's batch_per_gpu (sequences for gpt-ddp and gpt-fsdp)
     work_per_gpu_step: int  # units of work one GPU does in one step at batch_per_gpu
     epoch_samples: int | None  # units of work in one epoch (the record's epoch_samples)
 
@@ -138,7 +139,8 @@ def _recsys(args, device: torch.device, batch: int) -> Step:
 
 
 BUILDERS: dict[str, Callable[[argparse.Namespace, torch.device, int], Step]] = {
-    "mnist-ddp": _mnist, "resnet-ddp": _resnet, "gpt-ddp": _gpt, "recsys-ddp": _recsys,
+    "mnist-ddp": _mnist, "resnet-ddp": _resnet, "gpt-ddp": _gpt, "gpt-fsdp": _gpt,
+    "recsys-ddp": _recsys,
 }
 
 
@@ -177,7 +179,10 @@ def profile(workload: str, argv: list[str]) -> dict:
     """One training step of `workload` at `argv` (the GPU sizes), counted: FLOPs per unit of
     work (images, tokens, ratings: what the record's throughput counts), parameters,
     gradient bytes, the epoch and the batch. Counted on the meta device; on the CPU at a
-    batch of CPU_BATCH (1 for gpt-ddp) where meta fails."""
+    batch of CPU_BATCH (1 for the GPT) where meta fails. gpt-fsdp's model is gpt-ddp's,
+    counted unsharded: FSDP changes where the parameters live, not the step's FLOPs, and
+    its gradients are reduce-scattered rather than all-reduced, the same bytes in fp32;
+    recomputation under --activation-checkpointing is not counted (no model FLOPs)."""
     if workload not in BUILDERS:
         raise ValueError(f"no model to profile in '{workload}'; profiled: {', '.join(BUILDERS)}")
     args = gpu_args(workload, argv)
@@ -187,7 +192,7 @@ def profile(workload: str, argv: list[str]) -> dict:
     except (NotImplementedError, RuntimeError) as e:
         print(f"{workload}: meta device failed ({type(e).__name__}: {str(e).splitlines()[0]}); "
               f"counting on the CPU at a small batch", file=sys.stderr)
-        step, flops = _count(workload, args, "cpu", 1 if workload == "gpt-ddp" else CPU_BATCH)
+        step, flops = _count(workload, args, "cpu", 1 if workload in GPT else CPU_BATCH)
         counted_on = "cpu"
     per_unit = flops / step.work
     return {

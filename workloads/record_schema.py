@@ -269,6 +269,21 @@ FIELDS: tuple[Field, ...] = (
       WORKLOAD),
     F("peak_memory_bytes", int, "bytes", "the most GPU memory torch allocated, any rank "
       "(GPU runs only)", WORKLOAD),
+    F("peak_reserved_bytes", int, "bytes", "the most GPU memory torch's caching allocator "
+      "reserved from the driver, any rank (GPU runs; null on a CPU)", WORKLOAD),
+    F("process_peak_rss_bytes", int, "bytes", "the most resident memory one workload process "
+      "held (getrusage's ru_maxrss: Python, torch and its libraries besides the tensors), the "
+      "largest over the ranks; peak_rss_bytes is all the run's processes together, sampled",
+      WORKLOAD),
+    F("peak_memory_kind", str, "", "which figure is the peak memory of one process to compare "
+      "runs by: 'cuda allocated' (peak_memory_bytes) or 'process peak RSS (CPU)' "
+      "(process_peak_rss_bytes)", WORKLOAD),
+    F("sharding", str, "", "how the model's parameters are spread over the processes: "
+      "'DDP (replicated)', 'FSDP2 full shard per block + root'; null without a model",
+      WORKLOAD),
+    F("param_bytes_per_process", int, "bytes", "bytes of parameters one process holds (its "
+      "FSDP shards; a DDP replica whole), the largest over the ranks; null without a model",
+      WORKLOAD),
     F("gpu_sampling", str, "", "how the GPU was sampled (nvml, nvidia-smi) or 'off: why'", BOTH),
     F("gpu_samples", int, "samples", "GPU samples taken, on the rank that took fewest", BOTH),
     F("gpu_util_pct_mean", float, "%", "GPU utilisation, mean over samples and GPUs", BOTH),

@@ -23,8 +23,8 @@ from gpubench.store.ledger import Ledger
 
 SETUP_S = 600.0            # renting, booting, SSH, syncing, installing: typical, not a deadline
 # Typical seconds of one run of each suite workload at its default size on a rented GPU.
-RUN_S = {"mnist-ddp": 120.0, "resnet-ddp": 300.0, "gpt-ddp": 240.0, "recsys-ddp": 120.0,
-         "allreduce": 180.0}
+RUN_S = {"mnist-ddp": 120.0, "resnet-ddp": 300.0, "gpt-ddp": 240.0, "gpt-fsdp": 240.0,
+         "recsys-ddp": 120.0, "allreduce": 180.0}
 DEFAULT_RUN_S = 600.0      # a user's own script: nothing is known of it
 MARGIN_S = 1800.0          # the default deadline: expected time plus the larger of this
 MARGIN_SHARE = 0.5         # ... and this share of it

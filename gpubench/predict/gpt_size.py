@@ -48,7 +48,10 @@ class GptSize:
 
     @property
     def flops_per_token(self) -> float:
-        return 6.0 * self.nanogpt_n + 12.0 * self.n_layer * self.n_embd * self.block_size
+        """What the GPU computes: with each block checkpointed, the forward a second time
+        (4/3 of the 3 passes' work)."""
+        once = 6.0 * self.nanogpt_n + 12.0 * self.n_layer * self.n_embd * self.block_size
+        return once * 4.0 / 3.0 if self.checkpointed else once
 
 
 def gpt_size(workload: str, args: tuple) -> GptSize | None:

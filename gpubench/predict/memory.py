@@ -113,7 +113,7 @@ def why_not(shape: ModelShape, m: MemoryNeed, card_bytes: float, batch: int) -> 
     if most is None or most >= batch:
         return None
     head = (f"{say_params(shape.params)} with {shape.optimizer.replace('adamw', 'AdamW')} under "
-            f"{m.strategy}{'' if m.strategy == 'DDP' else f' over {m.gpus} GPUs'} needs about "
+            f"{m.strategy}{'' if m.strategy == 'DDP' else f' over {m.gpus} GPU' + ('s' if m.gpus > 1 else '')} needs about "
             f"{say_gb(m.static_bytes)} a GPU plus activations; this card has {say_gb(card_bytes)}")
     if most == 0:
         return head + ": not even the model fits"

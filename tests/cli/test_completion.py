@@ -46,9 +46,9 @@ def _tab(words: str) -> list[str]:
 def test_tab_completes_providers_and_workloads():
     assert _tab("gpubench provision ") == registry.names()
     assert _tab("gpubench offers v") == ["vast"]
-    assert _tab("gpubench run gp") == ["gpt-ddp"]
+    assert _tab("gpubench run gp") == ["gpt-ddp", "gpt-fsdp"]
     assert _tab("gpubench bench lambda --workload mnist-ddp,r") == ["mnist-ddp,resnet-ddp", "mnist-ddp,recsys-ddp"]
-    assert _tab("gpubench bench lambda --args gpt") == ["gpt-ddp="]
+    assert _tab("gpubench bench lambda --args gpt-f") == ["gpt-fsdp="]
 
 
 def test_completion_functions():

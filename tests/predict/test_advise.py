@@ -173,3 +173,16 @@ def test_where_ddp_cannot_fit_the_reason_says_what_fsdp_would_need():
     assert "under DDP needs about 21 GB" in eight.left_out
     assert eight.left_out.endswith("; FSDP over 8 GPUs would need about 2.9 GB a GPU plus activations (gpt-fsdp)")
     # 1.313e9 parameters x 16 bytes / 8 = 2.63 GB, plus 3 blocks of 50.3M in bf16 = 0.30 GB
+
+
+def test_gpt_fsdp_fits_where_ddp_does_not_once_it_is_sharded_over_enough_gpus():
+    args = ("--params", "1.3B", "--precision", "bf16", "--batch-size", "1")
+    subject = suite_subject("gpt-fsdp", args, [])
+    assert subject.strategy == "FSDP" and subject.shape.block_params == 12 * 2048 ** 2 + 2 * 2048
+    alone = predict(subject, Config(offer("RTX 4090", 1, vram_gb=24), 1, 1, 0.4), [], EPOCH)
+    assert alone.basis == NO_FIT and "under FSDP over 1 GPU needs about 21 GB" in alone.left_out
+    eight = predict(subject, Config(offer("RTX 4090", 8, vram_gb=24), 8, 1, 3.2), [], EPOCH)
+    assert eight.has_figure
+    checkpointed = suite_subject("gpt-fsdp", args + ("--activation-checkpointing",), [])
+    assert checkpointed.activations.value < subject.activations.value / 5
+    assert checkpointed.profile.flops_per_sample == pytest.approx(subject.profile.flops_per_sample * 4 / 3)

@@ -20,7 +20,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "workloads" / "profiles.json"
 
 def test_every_suite_workload_with_a_model_has_a_profile():
     profiles = suite_profiles()
-    assert sorted(profiles) == ["gpt-ddp", "mnist-ddp", "recsys-ddp", "resnet-ddp"]
+    assert sorted(profiles) == ["gpt-ddp", "gpt-fsdp", "mnist-ddp", "recsys-ddp", "resnet-ddp"]
     assert {p.unit for p in profiles.values()} == {"images", "tokens", "ratings"}
     for name, p in profiles.items():
         assert isinstance(p, WorkloadProfile) and p.workload == name and p.args == ()
@@ -90,6 +90,7 @@ def test_one_damaged_entry_leaves_the_others(monkeypatch, tmp_path):
     document["profiles"]["gpt-ddp"]["flops_per_sample"] = "many"
     del document["profiles"]["resnet-ddp"]["params"]
     document["profiles"]["recsys-ddp"]["workload"] = "mnist-ddp"  # filed under another name
+    del document["profiles"]["gpt-fsdp"]
     path = tmp_path / "profiles.json"
     path.write_text(json.dumps(document))
     monkeypatch.setattr(workload_profiles, "profiles_file", lambda: path)

@@ -1,6 +1,7 @@
-"""Every workload of the suite, run by gpubench's launcher at 1 and 2 gloo
-processes for a few steps, writes a valid record; a workload started without
-torchrun runs as a world of one."""
+"""Every workload of the suite, run by gpubench's launcher for a few steps, writes a
+valid record: at 2 gloo processes (what a figure per GPU, per step and per epoch is
+divided by shows there), allreduce at 1 and 2 (a bus bandwidth of nothing at one
+process); a workload started without torchrun runs as a world of one."""
 
 from __future__ import annotations
 
@@ -42,8 +43,9 @@ def test_resnet(sweep):
     # width 8, not 4: torch 2.13's CPU convolutions in channels_last corrupt the heap at
     # 4 channels on some AMD EPYC hosts (the process aborts with "free(): invalid size")
     records = sweep("resnet-ddp", ["--steps", "3", "--depth", "18", "--width", "8",
-                                   "--image-size", "32", "--num-classes", "10", "--batch-size", "4"])
-    for world, r in zip((1, 2), records):
+                                   "--image-size", "32", "--num-classes", "10", "--batch-size", "4"],
+                    counts=(2,))
+    for world, r in zip((2,), records):
         check_record(r, "resnet-ddp", world)
         assert r["throughput_unit"] == "images/s" and r["model"] == "resnet18"
         assert r["cudnn_benchmark"] is True  # fixed shapes: cuDNN picks its algorithms once
@@ -54,8 +56,8 @@ def test_resnet(sweep):
 def test_gpt(sweep):
     records = sweep("gpt-ddp", ["--steps", "3", "--n-layer", "1", "--n-head", "2", "--n-embd", "16",
                                 "--block-size", "16", "--vocab-size", "64", "--batch-size", "2",
-                                "--precision", "bf16"])
-    for world, r in zip((1, 2), records):
+                                "--precision", "bf16"], counts=(2,))
+    for world, r in zip((2,), records):
         check_record(r, "gpt-ddp", world)
         assert r["precision"] == "bf16" and r["throughput_unit"] == "tokens/s"
         assert r["tokens_per_step"] == 2 * 16 * world
@@ -66,13 +68,17 @@ def test_gpt(sweep):
         assert r["flops_per_token"] == 6 * 4_144 + 12 * 1 * 2 * 8 * 16
         assert r["model_tflops"] == pytest.approx(r["flops_per_token"] * r["tokens_per_s"] / 1e12)
         assert r["mfu"] is None and r["peak_tflops_per_gpu"] is None  # no peak for a CPU
+        # memory as gpt-fsdp records it (tests/workloads/test_gpt_fsdp.py): a whole replica each
+        assert r["sharding"] == "DDP (replicated)" and r["param_bytes_per_process"] == r["grad_bytes"]
+        assert r["peak_memory_kind"] == "process peak RSS (CPU)" and r["process_peak_rss_bytes"] > 0
 
 
 def test_recsys_on_movielens_file(sweep, tmp_path):
     rows = [f"{u},{m},{(u * m) % 10 / 2 + 0.5},0" for u in range(1, 9) for m in range(1, 9)]
     (tmp_path / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" + "\n".join(rows) + "\n")
-    records = sweep("recsys-ddp", ["--steps", "3", "--batch-size", "8", "--data", str(tmp_path)])
-    for world, r in zip((1, 2), records):
+    records = sweep("recsys-ddp", ["--steps", "3", "--batch-size", "8", "--data", str(tmp_path)],
+                    counts=(2,))
+    for world, r in zip((2,), records):
         check_record(r, "recsys-ddp", world)
         assert (r["users"], r["movies"], r["ratings"]) == (8, 8, 64)
         assert r["steps_per_epoch"] == 64 // world // 8
