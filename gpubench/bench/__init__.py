@@ -10,4 +10,7 @@ teardown  the one way to give back a machine or a cluster, and rent_sweep_teardo
 machine   one machine, or K of them on distinct hosts (--hosts)
 hosts     --hosts: telling hosts apart, in turn or at once (--parallel)
 cluster   a cluster of rented machines (--nodes)
+candidates  bench all --candidates K: which offers are most worth measuring (pure)
+shortlist   ... before renting: every provider's offers, the predictions, each candidate's plan
+across      ... the candidates rented and swept at once, replaced or dropped, all given back
 """

@@ -126,31 +126,61 @@ def at_once(names: list[str], offers: list, run_one: RunOne, echo: Echo) -> list
     """Every machine at once (at most MAX_PARALLEL threads), on disjoint hosts; their
     results in order. Ctrl-C stops them all (each tearing its machine down) and is
     raised once they are done; else the first machine's error is, once all are done."""
-    cancel = threading.Event()
-    lock = threading.Lock()
-    results, errors = [], []
-    with _ctrl_c_cancels(cancel, echo), ThreadPoolExecutor(min(len(names), MAX_PARALLEL)) as pool:
-        futures = [pool.submit(run_one, machine, mine, _said_by(machine, echo, cancel, lock))
-                   for machine, mine in zip(names, split_hosts(offers, len(names)))]
-        _wait_all(futures)
-        for future in futures:
-            try:
-                results.append(future.result())
-            except BaseException as e:
-                errors.append(e)
-    if cancel.is_set():
-        raise KeyboardInterrupt
+    lists = split_hosts(offers, len(names))
+    outcomes = each_at_once(names, lambda i, machine, say: run_one(machine, lists[i], say),
+                            prefixed(echo), echo)
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
     if errors:
         raise errors[0]
-    return results
+    return outcomes
 
 
-def _wait_all(futures) -> None:
+def prefixed(echo: Echo) -> Callable[[str], Echo]:
+    """Each machine's lines on `echo`, prefixed with its name."""
+    return lambda machine: (lambda line: echo(f"[{machine}] {line}"))
+
+
+def each_at_once(names: list[str], work: Callable[[int, str, Echo], object],
+                 echo_for: Callable[[str], Echo], echo: Echo, stop_all_on_error: bool = False) -> list:
+    """`work(i, name, say)` for every machine at once (at most MAX_PARALLEL threads), each
+    saying its lines through `echo_for(name)`; what each returned, or the exception it
+    raised, in order. Ctrl-C stops them all (each at its next line, tearing its machine
+    down) and is raised once they are done. With `stop_all_on_error`, one raising stops
+    the others the same way, and its error is raised once all are done."""
+    cancel = threading.Event()
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+    with _ctrl_c_cancels(cancel, echo), ThreadPoolExecutor(min(len(names), MAX_PARALLEL)) as pool:
+        futures = [pool.submit(work, i, machine, _said_by(echo_for(machine), cancel, lock))
+                   for i, machine in enumerate(names)]
+        _wait_all(futures, cancel if stop_all_on_error else None, failed)
+        outcomes = []
+        for future in futures:
+            try:
+                outcomes.append(future.result())
+            except BaseException as e:
+                outcomes.append(e)
+    if failed:
+        raise failed[0]
+    if cancel.is_set():
+        raise KeyboardInterrupt
+    return outcomes
+
+
+def _wait_all(futures, stop: threading.Event | None = None, failed: list | None = None) -> None:
     """Until every worker is done: a worker's failure does not stop the others (each
-    tears its own machine down); Ctrl-C (the handler sets `cancel`) stops them all."""
+    tears its own machine down) unless `stop` is given, which it then sets (its error
+    kept in `failed`); Ctrl-C (the handler sets `cancel`) stops them all."""
     pending = set(futures)
     while pending:     # short waits: the main thread's Ctrl-C handler runs between them
-        _, pending = wait(pending, timeout=0.5)
+        done, pending = wait(pending, timeout=0.5)
+        if stop is None:
+            continue
+        for future in done:
+            error = future.exception()
+            if error is not None and not isinstance(error, KeyboardInterrupt) and not stop.is_set():
+                failed.append(error)
+                stop.set()
 
 
 class _ctrl_c_cancels:
@@ -175,16 +205,16 @@ class _ctrl_c_cancels:
             signal.signal(signal.SIGINT, self.previous)
 
 
-def _said_by(machine: str, echo: Echo, cancel: threading.Event, lock: threading.Lock) -> Echo:
-    """A worker's echo: its lines prefixed with its machine's name; once Ctrl-C was
+def _said_by(say: Echo, cancel: threading.Event, lock: threading.Lock) -> Echo:
+    """A worker's echo: its lines through `say`, one at a time; once Ctrl-C was
     pressed, its next line raises Cancelled (once: its teardown speaks too)."""
     raised = []
 
-    def say(line: str) -> None:
+    def said(line: str) -> None:
         if cancel.is_set() and not raised:
             raised.append(True)
             raise Cancelled
         with lock:
-            echo(f"[{machine}] {line}")
+            say(line)
 
-    return say
+    return said

@@ -35,6 +35,7 @@ from gpubench.store.results import ResultsStore
 from gpubench.sweep.predicted import WithPredictions
 
 if TYPE_CHECKING:
+    from gpubench.lifecycle.budget import SharedBudget
     from gpubench.lifecycle.consent import Ask, Consent
 
 Echo = Callable[[str], None]
@@ -58,14 +59,19 @@ def bench(req: BenchRequest, store: ResultsStore, echo: Echo, ledger=None,
 
 
 def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, store: ResultsStore,
-                  echo: Echo, ledger, budget: float | None,
+                  echo: Echo, ledger, budget: "float | SharedBudget | None",
                   consent: "Consent | None" = None) -> BenchResult:
     """One machine: rent it (from `offers`, in order, each within `consent`), sweep on
-    it, take it down; then its records gain what it cost, estimated and billed."""
+    it, take it down; then its records gain what it cost, estimated and billed. The
+    budget is this machine's alone, or one shared with others rented at once."""
     best = offers[0]
     echo(f"renting {best.gpu_count}x {best.gpu_name} on {req.provider} "
          f"({best.instance_type or best.offer_id}) at ${best.price_per_hour:.2f}/h")
-    echo(f"plan: {plan.estimate.describe()}; the machine {stops_itself(plan.max_hours)}{budget_note(budget)}")
+    from gpubench.lifecycle.budget import SharedBudget
+
+    said = (f"{budget_note(budget.budget)} for all the machines" if isinstance(budget, SharedBudget)
+            else budget_note(budget))
+    echo(f"plan: {plan.estimate.describe()}; the machine {stops_itself(plan.max_hours)}{said}")
     result = BenchResult(name=name)
     started = time.time()
 
@@ -78,11 +84,12 @@ def bench_machine(req: BenchRequest, plan: BenchPlan, offers: list, name: str, s
 
 
 def _rent_and_sweep(req: BenchRequest, plan: BenchPlan, offers: list, name: str, store: ResultsStore,
-                    echo: Echo, ledger, budget: float | None, consent: "Consent | None",
+                    echo: Echo, ledger, budget: "float | SharedBudget | None", consent: "Consent | None",
                     result: BenchResult) -> None:
     from gpubench.bench.hosts import host_key
     from gpubench.launch.points import CountsAsked, sweep_points
     from gpubench.lifecycle import provision
+    from gpubench.lifecycle.budget import SharedBudget
     from gpubench.remote.targets import host_from_entry
 
     outcome = provision.provision(plan.provider, provision_request(req, name, plan.max_hours), offers,
@@ -97,7 +104,8 @@ def _rent_and_sweep(req: BenchRequest, plan: BenchPlan, offers: list, name: str,
                                     ("instance_id", result.instance_id)) if v is not None})
     sweep_on(host_from_entry(outcome.entry), lambda machine: sweep_points(machine, CountsAsked(gpus=req.counts)),
              req, WithHostFacts(WithPredictions(store, outcome.offer), facts), echo, result,
-             spending_for(ledger, outcome.entry.row_id, budget),
+             budget.watch(ledger) if isinstance(budget, SharedBudget)
+             else spending_for(ledger, outcome.entry.row_id, budget),
              force=req.force or req.hosts > 1,   # with --hosts, each host is measured
              forecast=plan.forecast)
 
@@ -130,25 +138,26 @@ def _on_hosts(req: BenchRequest, plan: BenchPlan, name: str, store: ResultsStore
 
     try:
         if req.parallel:
-            _register_key_once(plan.provider)     # not K workers each creating it
+            register_key_once(plan.provider)     # not K workers each creating it
             done = hosts.at_once(names, plan.offers, at_once, echo)
         else:
             done = hosts.in_turn(names, plan.offers, in_turn, echo)
     finally:
-        _take_down_leftovers(names, ledger, plan.provider, echo)
+        take_down_leftovers(names, ledger, plan.provider, echo)
     return _combined(name, done)
 
 
-def _register_key_once(provider) -> None:
+def register_key_once(provider) -> None:
+    """The SSH key registered with `provider` once, before machines are rented from it at once."""
     from gpubench.lifecycle.keys import ensure_keypair
 
     keypair = ensure_keypair()
     provider.ensure_ssh_key(keypair.public_key, "gpubench")
 
 
-def _take_down_leftovers(names: list[str], ledger, provider, echo: Echo) -> None:
-    """The last safety of --hosts: a machine of the bench the ledger still holds live (a
-    worker stopped before its own teardown) is taken down here."""
+def take_down_leftovers(names: list[str], ledger, provider, echo: Echo) -> None:
+    """The last safety of machines rented at once: a machine of the bench the ledger
+    still holds live (a worker stopped before its own teardown) is taken down here."""
     for machine in names:
         if ledger.find_active(machine) is not None:
             teardown(Rented(machine, provider), False, ledger, echo, BenchResult(name=machine))

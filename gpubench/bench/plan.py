@@ -129,20 +129,33 @@ def plan_bench(req: BenchRequest, provider=None) -> BenchPlan:
     """Connect, pick the offers, and estimate the plan; a plan expected to cost more
     than the budget is refused (BudgetError) before anything is rented."""
     from gpubench.bench import hosts
-    from gpubench.lifecycle import budget
     from gpubench.lifecycle.provision import connect_and_plan
 
     ceiling = _checkedbudget_note(req)
     check_hosts(req.hosts)
     prov, offers = connect_and_plan(provision_request(req), provider)
-    best = offers[0]
     if req.hosts > 1:
-        offers = hosts.same_type(offers, best)
+        offers = hosts.same_type(offers, offers[0])
         hosts.check_enough(offers, req.hosts, req.provider)
+    return machine_plan(req, prov, offers, ceiling)
+
+
+def machine_plan(req: BenchRequest, prov, offers: list, ceiling: float | None,
+                 refuse: bool = True) -> BenchPlan:
+    """The plan of req.hosts machines of `offers` (cheapest first) on `prov`: each run's
+    forecast on the first offer, the estimate, each machine's deadline within the
+    budget; refused (BudgetError) over the budget unless not `refuse` (a bench across
+    providers weighs all its candidates together: candidates.refuse_over_budget)."""
+    from gpubench.bench import hosts
+    from gpubench.lifecycle import budget
+
+    best = offers[0]
     forecast = forecaster(req, best)
     one = budget.estimate([w.name for w in req.workloads], planned_points(best.gpu_count or req.gpus, req),
                           req.timeout, best.price_per_hour, forecast)
-    max_hours = _deadline(req, one, hosts.for_all(one, req.hosts), req.hosts, ceiling)
+    max_hours = _deadline(req, one, hosts.for_all(one, req.hosts), req.hosts, ceiling if refuse else None)
+    if not refuse and ceiling is not None and not req.max_hours:
+        max_hours = one.default_max_hours(ceiling)
     return BenchPlan(prov, offers, one, max_hours, ceiling, req.hosts, forecast)
 
 
@@ -198,10 +211,16 @@ def planned_points(gpus: int, req: BenchRequest, nodes: list[int] | None = None)
 
 def _checkedbudget_note(req: BenchRequest) -> float | None:
     """The provider and the deadline checked; the budget: --budget, else [defaults]."""
-    from gpubench.lifecycle import budget, watchdog
     from gpubench.providers import registry
 
     registry.check(req.provider)
+    return checked_budget(req)
+
+
+def checked_budget(req: BenchRequest) -> float | None:
+    """The deadline checked; the budget: --budget, else [defaults] in config.toml."""
+    from gpubench.lifecycle import budget, watchdog
+
     watchdog.check_max_hours(req.max_hours)
     return budget.check_budget(req.budget) if req.budget is not None else budget.configured_budget()
 

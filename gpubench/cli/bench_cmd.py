@@ -6,6 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from gpubench.cli.across_cmd import bench_across_cli, check_flags, is_across
 from gpubench.cli.confirm import ask, confirm_or_stop
 from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
                                   GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
@@ -35,6 +36,11 @@ ClusterNodesOpt = Annotated[Optional[str], typer.Option(
                     "used on each node.")]
 ParallelOpt = Annotated[bool, typer.Option(
     "--parallel", help="With --hosts: sweep the machines at once, not one after the other.")]
+CandidatesOpt = Annotated[Optional[int], typer.Option(
+    "--candidates", metavar="K", help="Bench the K offers most worth measuring, at once, across the "
+    "providers PROVIDER names (all, or a comma list such as lambda,vast): the predicted Pareto front "
+    "first, distinct GPU types before a second offer of one; one question, one --budget and one "
+    "report for all [default: 3 with all or several providers].")]
 
 
 def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workload: WorkloadsOpt,
@@ -47,8 +53,11 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
           boot_timeout: BootTimeoutOpt = 900.0, ssh_timeout: SshTimeoutOpt = 300.0,
           max_hours: MaxHoursOpt = None, budget: BudgetOpt = None, no_preflight: NoPreflightOpt = False,
           repeat: RepeatOpt = None, hosts: HostsOpt = 1, nodes: ClusterNodesOpt = None,
-          parallel: ParallelOpt = False, fmt: DocumentFormatOpt = "table", quiet: QuietOpt = False) -> None:
-    """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it."""
+          parallel: ParallelOpt = False, candidates: CandidatesOpt = None, fmt: DocumentFormatOpt = "table",
+          quiet: QuietOpt = False) -> None:
+    """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it.
+    PROVIDER all (or lambda,vast) with --candidates K: the K offers most worth measuring
+    there, rented and swept at once, one report across them."""
     from gpubench import suite
     from gpubench.bench.cluster import bench_cluster
     from gpubench.bench.machine import bench as run_bench
@@ -74,6 +83,9 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
                        parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu,
                        results=store.directory)
+    if is_across(provider, candidates):
+        check_flags(hosts, nodes, parallel, keep)
+        return bench_across_cli(output, req, provider, candidates, yes, quiet, store, refs)
     if nodes is not None:   # refuses --hosts > 1, and a plan over the budget, before anything is rented
         plan = plan_cluster_bench(req, parse_counts(nodes, "--nodes"))
         machines = f"{plan.size} {gpus}-GPU machines in one cluster"

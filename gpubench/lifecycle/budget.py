@@ -171,6 +171,68 @@ class Spending:
         return min(timeout, left)
 
 
+class SharedBudget:
+    """One budget over several machines rented at once (a bench across providers):
+    the money spent is every ledger row under `names` asked for since `since` (the
+    machines thrown away on the way included), and the time left is what that leaves
+    at the price of all of them still running. Once it has refused a run, it refuses
+    every later one: the budget is reached for all the machines. Each thread watches
+    it through its own ledger connection (`watch`)."""
+
+    def __init__(self, budget: float, names: list[str], since: float) -> None:
+        import threading
+
+        self.budget = budget
+        self.names = set(names)
+        self.since = since
+        self.reached: str | None = None
+        self.lock = threading.Lock()
+
+    def watch(self, ledger: Ledger) -> "SharedSpending":
+        return SharedSpending(self, ledger)
+
+    def rows(self, ledger: Ledger) -> list:
+        return [r for r in ledger.entries(include_done=True)
+                if r.name in self.names and (r.requested_at or 0) >= self.since]
+
+
+class SharedSpending:
+    """A Spending (the same `allow`) over a SharedBudget, read through one ledger connection."""
+
+    def __init__(self, shared: SharedBudget, ledger: Ledger) -> None:
+        self.shared = shared
+        self.ledger = ledger
+        self.budget = shared.budget
+
+    def spent(self, now: float | None = None) -> float:
+        return sum(r.cost(now) or 0.0 for r in self.shared.rows(self.ledger))
+
+    def seconds_left(self, now: float | None = None) -> float:
+        rows = self.shared.rows(self.ledger)
+        price = sum(r.price_per_hour or 0.0 for r in rows if r.active)
+        if not price:
+            return math.inf
+        spent = sum(r.cost(now) or 0.0 for r in rows)
+        return max(self.budget - spent, 0.0) / price * 3600.0
+
+    def allow(self, expected_s: float, timeout: float, what: str) -> float:
+        """As Spending.allow, for all the machines together."""
+        from gpubench.format import format_dollars
+
+        with self.shared.lock:
+            if self.shared.reached is not None:
+                raise BudgetReached(self.shared.reached)
+            now = time.time()
+            left = self.seconds_left(now)
+            if left < expected_s:
+                self.shared.reached = (f"budget: {format_dollars(self.spent(now))} of "
+                                       f"{format_dollars(self.budget)} spent on all the machines; "
+                                       f"{what}, about {say_hours(expected_s / 3600.0)}, would pass "
+                                       f"it: no more runs on any")
+                raise BudgetReached(self.shared.reached)
+        return min(timeout, left)
+
+
 def say_hours(hours: float) -> str:
     """'45 min', '2.5 h': a duration as the messages say it."""
     minutes = int(round(hours * 60))
