@@ -9,6 +9,7 @@ import json
 from typing import Sequence
 
 from gpubench.table_fit import TableFit  # noqa: F401  (how callers say --wide, --columns)
+from gpubench.table_fit import fill  # noqa: F401  (text wrapped, never inside a snippet of code)
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -42,12 +43,19 @@ def format_dollars(dollars: float) -> str:
 
 def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,
                 title: str | None = None, *, keep: Sequence[str] = (),
-                fit: TableFit | None = None) -> str:
+                fit: TableFit | None = None, below: str | None = None) -> str:
     """Render `rows` (dicts) with `columns` given as (key, heading) pairs, in one of
     FORMATS: a rich table for people, markdown, or csv and json (raw values, keys
     as headings) for programs. A table for people fits `fit`'s width (the
     terminal's by default): `keep` names the columns it keeps longest, in order of
-    priority; the others go from the right, and a line under the table names them."""
+    priority; the others go from the right, and a line under the table names them.
+    `below`: the key of a column of long text (an error) that a table for people
+    shows under each row instead, indented, wrapped at the whole width (fill)."""
+    if fmt == "table" and below is not None and any(k == below for k, _ in columns):
+        texts = [format_cell(row.get(below)) if row.get(below) is not None else "" for row in rows]
+        columns = [(k, h) for k, h in columns if k != below]
+    else:
+        texts = None
     keys = [k for k, _ in columns]
     if fmt == "json":
         return json.dumps([{k: row.get(k) for k in keys} for row in rows], indent=2)
@@ -70,4 +78,5 @@ def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,
     numeric = [any(isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool)
                    for row in rows) for k in keys]
     layout = fit_table(columns, cells, numeric, keep, fit)
-    return rich_table(layout, title)
+    return rich_table(layout, title, texts)
+

@@ -6,7 +6,9 @@ spaces. When even those widths do not fit, the columns of lowest priority go
 first: those the table does not name as key columns, from the right, then the
 key columns from the end of their list. A line under the table names what was
 left out and how to get it back. What is left over is shared out so that as
-many columns as possible show unfolded.
+many columns as possible show unfolded. A column of long text (an error) may
+show under each row instead, wrapped at the whole width by `fill`, which never
+breaks a line inside a snippet of code.
 """
 
 from __future__ import annotations
@@ -125,29 +127,52 @@ def picked_columns(columns: Sequence[tuple[str, str]], fit: TableFit) -> list[tu
     return [columns[i] for i in named_columns(columns, fit.columns)]
 
 
-def rich_table(layout: TableLayout, title: str | None = None) -> str:
-    from rich import box
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+BELOW_INDENT = "  "  # a row's text shown under it (render_rows' `below`)
 
-    # padding 1 either side, collapsed: GAP spaces between columns, none at the edges
-    table = Table(title=escape(title) if title else None, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
-                  pad_edge=False, padding=(0, 1), collapse_padding=True)
-    # Cell text is shown as it is, never read as rich markup ('[lambda]' stays).
-    for column in layout.columns:
-        table.add_column(escape(column.heading), justify="right" if column.numeric else "left",
-                         width=column.width, overflow="fold")
-    for line in layout.cells:
-        table.add_row(*(escape(cell) for cell in line))
+
+def rich_table(layout: TableLayout, title: str | None = None,
+               below: Sequence[str] | None = None) -> str:
+    """The table as text; `below`, one text per row (or None), each shown under its
+    row, indented, wrapped at the layout's whole width and never inside a snippet of
+    code (fill)."""
+    from rich.console import Console
+
     buf = io.StringIO()
-    Console(file=buf, width=layout.width, force_terminal=False, color_system=None).print(table)
-    text = buf.getvalue().rstrip("\n")
+    console = Console(file=buf, width=layout.width, force_terminal=False, color_system=None)
+    if below is None:
+        console.print(_rich(layout, layout.cells, title))
+    else:  # each row a table of its own, of the same widths, so that its text can follow it
+        console.print(_rich(layout, [], title))
+        for line, text in zip(layout.cells, below):
+            console.print(_rich(layout, [line], None, header=False))
+            if text:
+                buf.write(fill(text, layout.width, BELOW_INDENT, BELOW_INDENT) + "\n")
+    text = "\n".join(line.rstrip() if below is not None else line
+                     for line in buf.getvalue().rstrip("\n").split("\n"))
     if layout.left_out:
         said = (f"left out to fit {layout.width} columns: {', '.join(layout.left_out)} "
                 f"({layout.hint})")
         text += "\n" + textwrap.fill(said, width=max(layout.width, 40))
     return text
+
+
+def _rich(layout: TableLayout, cells: Sequence[Sequence[str]], title: str | None,
+          header: bool = True):
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    # padding 1 either side, collapsed: GAP spaces between columns, none at the edges
+    table = Table(title=escape(title) if title else None, header_style="bold", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True,
+                  show_header=header)
+    # Cell text is shown as it is, never read as rich markup ('[lambda]' stays).
+    for column in layout.columns:
+        table.add_column(escape(column.heading), justify="right" if column.numeric else "left",
+                         width=column.width, overflow="fold")
+    for line in cells:
+        table.add_row(*(escape(cell) for cell in line))
+    return table
 
 
 def _priority(columns: Sequence[tuple[str, str]], keep: Sequence[str]) -> list[int]:
@@ -199,3 +224,62 @@ def _cell_len(text: str) -> int:
     from rich.cells import cell_len
 
     return cell_len(text)
+
+
+def fill(text: str, width: int, indent: str = "", first: str = "") -> str:
+    """`text` wrapped at `width` columns, its first line indented by `first` and
+    the others by `indent`, never inside a code snippet:
+    a call and its arguments (`torch.device("cpu")`, `f(a, b)`), a quoted string
+    within one, or text in backticks stays on one line, as does any word (a path, a
+    URL) however long; a snippet or word wider than the line gets a line of its own.
+    Each line of `text` starts a new line."""
+    out: list[str] = []
+    for paragraph in str(text).splitlines() or [""]:
+        lead, line = first if not out else indent, ""
+        for atom in unbreakable(paragraph):
+            if line and len(lead) + len(line) + 1 + len(atom) > width:
+                out.append(lead + line)
+                lead, line = indent, atom
+            else:
+                line = f"{line} {atom}" if line else atom
+        out.append(lead + line)
+    return "\n".join(line.rstrip() for line in out)
+
+
+_CODE_BEFORE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.)]")
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+def unbreakable(text: str) -> list[str]:
+    """The pieces a line may break between: `text` split at its spaces, except the
+    spaces inside a code snippet (fill). A bracket opens code when it follows a name
+    (`f(`, `x[`, `a.b(`) or is inside code already; a prose parenthesis "(like this)"
+    does not, though a call inside it does."""
+    pieces, current = [], []
+    stack: list[tuple[str, bool]] = []  # open brackets: (closing char, whether code)
+    quote = None  # the quote char of a string inside code, or "`" for backticks
+    for i, char in enumerate(text):
+        in_code = quote is not None or any(code for _, code in stack)
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char == "`":
+            quote = "`"
+        elif char in _CLOSING:
+            code = in_code or (i > 0 and text[i - 1] in _CODE_BEFORE)
+            stack.append((_CLOSING[char], code))
+        elif stack and char == stack[-1][0]:
+            stack.pop()
+        elif char in "\"'" and in_code:
+            quote = char
+        if char.isspace() and not in_code:
+            if current:
+                pieces.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    if current:
+        rest = "".join(current)
+        # a bracket or quote that never closes is no snippet: its words break as prose
+        pieces += rest.split() if quote is not None or any(code for _, code in stack) else [rest]
+    return pieces

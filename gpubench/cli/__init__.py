@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import sys
 
-import typer
+from gpubench.onhost import machine_load
 
-from gpubench import __version__
-from gpubench.cli import (advise_cmd, bench_cmd, config_cmd, down_cmd, logs_cmd, ls_cmd, mock_cmd,
-                          offers_cmd, provision_cmd, providers_cmd, report_cmd, run_cmd, ssh_cmd,
-                          workloads_cmd)
-from gpubench.cli.render import err
-from gpubench.errors import GpubenchError
+# gpubench's start: a local run's check of other work on the machine counts its window
+# from here (less gpubench's own CPU) instead of waiting it out before the run
+machine_load.first_mark()
+
+import typer  # noqa: E402
+
+from gpubench import __version__  # noqa: E402
+from gpubench.cli import (advise_cmd, bench_cmd, config_cmd, down_cmd, logs_cmd,  # noqa: E402
+                          ls_cmd, mock_cmd, offers_cmd, provision_cmd, providers_cmd,
+                          report_cmd, run_cmd, ssh_cmd, workloads_cmd)
+from gpubench.cli.render import err  # noqa: E402
+from gpubench.errors import GpubenchError  # noqa: E402
 
 app = typer.Typer(
     name="gpubench",

@@ -11,7 +11,6 @@ the total."""
 
 from __future__ import annotations
 
-from gpubench.cli.across_report import report_across
 from gpubench.cli.confirm import ask, confirm_or_stop
 from gpubench.cli.render import err
 from gpubench.errors import UsageError
@@ -54,6 +53,8 @@ def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bo
             board.say(plan.one_line())
         result = bench_across(plan, base, store, board.say, board.echo_for,
                               ask=None if yes else _asking(output, board))
+    from gpubench.cli.across_report import report_across   # pandas: only once there is a report
+
     report_across(output, store, refs, plan, result)
 
 

@@ -59,6 +59,7 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
     from dataclasses import replace
 
     from gpubench import suite
+    from gpubench.onhost import machine_load
     from gpubench.cli.confirm import asker
     from gpubench.cli.progress import progress_for
     from gpubench.launch.factory import LaunchOptions, open_launcher, read_on, scheme_options
@@ -76,7 +77,8 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
     suite.check_args(ref, args)  # a typo costs one line, not a run
     store = None if dry_run else ResultsStore.for_writing(results)
     options = LaunchOptions(key=key, price=price, remote_python=remote_python, remote_dir=remote_dir,
-                            connect_wait=connect_wait,
+                            connect_wait=connect_wait, dry_run=dry_run,
+                            idle_since=machine_load.first_mark(),  # gpubench's start
                             scheme_options=scheme_options(target, price, store and store.directory))
     if preflight:
         with output.prompts():

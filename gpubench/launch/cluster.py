@@ -12,8 +12,10 @@ existing connection is all the fan-out needs.
 
 A run ends for every member as soon as one member fails: its SSH link drops or
 its torchrun exits non-zero. The others are stopped through their own
-connections, and a member whose link dropped (and does not answer again at once)
-is lost for the rest of the sweep: the launcher's Machine then spans fewer nodes
+connections; what they print as they stop (torch's SignalException traceback) is
+not streamed, nor taken for the failure, which is the first member's. A member
+whose link dropped (and does not answer again at once) is lost for the rest of
+the sweep: the launcher's Machine then spans fewer nodes
 and the sweep skips the points that no longer fit. Nothing waits for ever: the
 rendezvous, each store read and each collective have timeouts (cluster_torchrun),
 a silent link is noticed within ConnectOptions.dead_link_s, and every member's
@@ -97,6 +99,8 @@ class NodeRun:
     cwd: str = "."  # relative to the remote base
     result: StreamResult | None = None
     error: BaseException | None = None
+    stopped: bool = False  # gpubench stopped it (another member failed, Ctrl-C)
+    unshown: int = 0       # lines it printed once stopped: how it took the stop, not the failure
 
     @property
     def link_lost(self) -> bool:
@@ -215,6 +219,9 @@ class ClusterLauncher(Launcher):
 
             def sink(line: str) -> None:
                 with lock:
+                    if part.stopped:  # torch's SignalException traceback and the like
+                        part.unshown += 1
+                        return
                     tail.append(prefix + line)
                     on_line(prefix + line)
 
@@ -243,13 +250,24 @@ class ClusterLauncher(Launcher):
                 waiting -= 1
                 if part.failed and not stopped:
                     stopped = True
+                    others = [p for p in parts if p is not part]
                     with lock:
                         on_line(f"{part.member.describe()} {_how_it_ended(part)}; "
                                 "stopping the run on every node")
-                    self._stop([p for p in parts if p is not part])
+                        for other in others:
+                            other.stopped = other.result is None and other.error is None
+                    self._stop(others)
         except BaseException:  # Ctrl-C: nothing of the run may outlive us on any node
+            with lock:
+                for part in parts:
+                    part.stopped = True
             self._stop(parts)
             raise
+        for part in parts:
+            if part.unshown:
+                on_line(f"{part.member.describe()} stopped by gpubench; the {part.unshown} "
+                        "line(s) it printed as it stopped are not shown (torch's report of "
+                        "the stop signal, not the failure)")
 
     def _stop(self, parts: list[NodeRun]) -> None:
         """Stop the given members' runs, each through its own connection, at once."""
@@ -315,7 +333,7 @@ class ClusterLauncher(Launcher):
 
     @staticmethod
     def _code(parts: list[NodeRun]) -> int:
-        for part in parts:
+        for part in sorted(parts, key=lambda p: p.stopped):  # the failed member's own first
             if part.result is not None and part.result.exit_code not in (0, None):
                 return part.result.exit_code
         return -9
@@ -363,10 +381,11 @@ def _how_it_ended(part: NodeRun) -> str:
 
 def _first_to_fail(bad: list[NodeRun]) -> NodeRun:
     """The member whose own failure started it: one that exited on its own rather
-    than one stopped by gpubench (SIGTERM's 143, SIGKILL's 137, no status)."""
+    than one stopped by gpubench (marked so, or SIGTERM's 143, SIGKILL's 137, no
+    status; torchrun stopped by SIGTERM exits 1 after torch's SignalException)."""
     stopped = (143, 137, -1, None)
     own = [p for p in bad if p.result is not None and p.result.exit_code not in stopped]
-    return (own or bad)[0]
+    return ([p for p in own if not p.stopped] or own or bad)[0]
 
 
 # ---------------------------------------------------------------------- opening

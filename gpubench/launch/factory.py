@@ -50,6 +50,10 @@ class LaunchOptions:
     known_hosts: Path | None = None  # [default: gpubench's own known_hosts file]
     scheme_options: object = None    # what only a SCHEMES launcher reads (slurm: SlurmOptions;
     #                                  a cluster: gpubench.launch.cluster.ClusterOptions)
+    dry_run: bool = False            # only Launcher.dry_run will be asked: what cannot be
+    #                                  asked of the machine is said, not an error
+    idle_since: dict | None = None   # onhost.machine_load.mark() as the command began: this
+    #                                  machine's busy check before the first run starts there
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def open_launcher(on: str | Target | RemoteHost | None,
         return _open_ssh(on, options)
     target = on if isinstance(on, Target) else read_on(on, key=options.key, price=options.price)
     if target.on is None:
-        return _open_local()
+        return _open_local(options.idle_since)
     if target.scheme is not None:  # SCHEME alone too: --on slurm (this machine is the login node)
         return importlib.import_module(target.scheme.module).open_launcher(target.rest, options)
     if target.cluster is not None and target.member is None:
@@ -152,11 +156,11 @@ def _open_cluster(cluster: ClusterHosts, options: LaunchOptions) -> Launcher:
                         options.echo, chosen if isinstance(chosen, ClusterOptions) else None)
 
 
-def _open_local() -> Launcher:
+def _open_local(idle_since: dict | None = None) -> Launcher:
     from gpubench.launch.local import LocalLauncher, torch_python
 
     torch_python()  # no torch here: one line now, not a failed record per point
-    return LocalLauncher()
+    return LocalLauncher(idle_since=idle_since)
 
 
 def _open_ssh(host: RemoteHost, options: LaunchOptions) -> Launcher:

@@ -59,8 +59,11 @@ def torch_python() -> str:
 class LocalLauncher(Launcher):
     """torchrun --standalone on this machine: one node, nothing to copy, nothing to close."""
 
-    def __init__(self, gpus: list[str] | None = None) -> None:
+    def __init__(self, gpus: list[str] | None = None, idle_since: dict | None = None) -> None:
         self._gpus = local_gpus() if gpus is None else gpus
+        # where the machine-load window before the next run starts: nothing of a run is
+        # alive since (the command began, or the launcher opened); after a run, its end
+        self._idle_since = idle_since or machine_load.mark()
 
     def machine(self) -> Machine:
         if self._gpus:
@@ -106,7 +109,7 @@ class LocalLauncher(Launcher):
             # gpubench's own output (> out.log, | tee bench.log) is not the run's
             own = () if workload.in_suite else set(workdir_guard.own_output())
             files_before = None if workload.in_suite else workdir_guard.snapshot(root, skip, own)
-            load = machine_load.before()
+            load = machine_load.before(since=self._idle_since)
             watch = _Watching(run_id)
             cpu_before = _children_cpu_seconds()
             # a suite workload samples its GPUs itself; a user's script is sampled from outside
@@ -122,6 +125,7 @@ class LocalLauncher(Launcher):
             ok = finished.returncode == 0 and not finished.timed_out
             record = _read_record(record_file) if ok else None
             files = None if workload.in_suite else _settle(root, files_before, point, skip, own)
+        self._idle_since = machine_load.mark()  # the run's processes are gone, reaped
         measured = self._measured(workload, env, load, watched, _children_cpu_seconds() - cpu_before)
         failure = None if ok else explain(finished.tail, RunFacts(
             finished.returncode, finished.timed_out, timeout,

@@ -1,8 +1,10 @@
 """How busy the machine is around a run, and how much memory the run holds.
 
 Before a run: the 1-minute load average over the cores, and the share of the
-cores busy over half a second (the run not started yet, so that is other work;
-the load average still carries the previous run's last minute). While it runs:
+cores busy over a quarter of a second (the run not started yet, so that is other
+work; the load average still carries the previous run's last minute). Locally
+that window is mostly not waited: it starts when gpubench started or the
+previous run ended, less the CPU gpubench itself used since. While it runs:
 the memory its processes hold (RSS, summed over every process carrying the
 run's tag) and the least memory the machine has available, sampled. After it:
 /proc/stat's busy time over the run, less the CPU time the run's own processes
@@ -21,9 +23,10 @@ import time
 
 TAG_VAR = "GPUBENCH_RUN"  # stop_tagged's: every process of a run carries it
 MOCK_VAR = "GPUBENCH_MOCK_INSTANCE"  # set in every session of a mock cloud instance
-BEFORE_S = 0.5  # how long the machine is watched before a run starts
+BEFORE_S = 0.25  # how long the machine is watched before a run starts (2% steps on 2 cores)
 INTERVAL_S = 0.5  # between samples while it runs
 BUSY_SHARE = 0.25  # other work on this share of the cores makes the machine busy
+STALE_S = 10.0  # a mark() older than this is not "as the run started" (a question was asked)
 
 
 def cores():
@@ -66,16 +69,59 @@ def load_average():
         return None
 
 
-def before(seconds=BEFORE_S):
+def own_cpu_seconds():
+    """CPU time this process (every thread) and its finished children have had so far."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
+
+
+def mark():
+    """Where a window of the machine's other work may start: /proc/stat now, the CPU
+    time this process and its finished children have had, the clock. Taken when
+    nothing of a run is alive (the launcher opened, the previous run ended), it lets
+    before() count the time since as part of its window instead of waiting it out."""
+    return {"stat": cpu_stat(), "own": own_cpu_seconds(), "clock": time.monotonic()}
+
+
+_FIRST = []  # this process's first_mark()
+
+
+def first_mark():
+    """The mark() this process took first (gpubench's start: its command line calls this
+    before importing its commands), while recent enough to start before()'s window;
+    else a new mark."""
+    if not _FIRST:
+        _FIRST.append(mark())
+    if time.monotonic() - _FIRST[0]["clock"] <= STALE_S:
+        return _FIRST[0]
+    return mark()
+
+
+def before(seconds=BEFORE_S, since=None):
     """The machine just before a run: its cores, memory, load average over the
-    cores, and the share of the cores busy over `seconds` (other work only)."""
+    cores, and the share of the cores busy over `seconds` (other work only). With
+    `since` (a mark()), the window starts there, less the CPU this process used
+    meanwhile (gpubench's own work between runs is not other work), and only what
+    it lacks of `seconds` is waited."""
     n = cores()
-    first = cpu_stat()
-    time.sleep(seconds)
+    first, own = cpu_stat(), own_cpu_seconds()
+    if (since and since.get("stat") and since.get("own") is not None and own is not None
+            and time.monotonic() - since["clock"] <= STALE_S):
+        first, own = since["stat"], since["own"]
+        seconds -= time.monotonic() - since["clock"]
+    if seconds > 0:
+        time.sleep(seconds)
     second = cpu_stat()
+    mine = own_cpu_seconds()
     busy = None
     if first and second and second[1] > first[1]:
-        busy = (second[0] - first[0]) / (second[1] - first[1])
+        used = (mine - own) * os.sysconf("SC_CLK_TCK") if own is not None and mine is not None else 0
+        busy = min(1.0, max(0.0, (second[0] - first[0] - used) / (second[1] - first[1])))
     load = load_average()
     total, _ = meminfo()
     return {"cpu_cores": n, "load_before": load / n if load is not None else None,

@@ -270,17 +270,24 @@ def pareto_front(seconds, dollars) -> np.ndarray:
     return front
 
 
+# What makes rows the same work, which the marks compare: the workload run with the
+# same arguments (a script: the same script), never 30 steps against 200.
+SAME_WORK = ["workload", "workload_args", "script_sha256"]
+
+
 def _marks(latest: pd.DataFrame) -> pd.DataFrame:
-    """Per workload (its rows on a CPU standing in for GPUs apart, as their table
-    is): the fastest configuration, the cheapest of those that cost money for the
-    same amount of work (a free machine is free, not cheapest: the question is
-    what to rent), and the cost/time Pareto front (the same for any fixed amount)."""
+    """Per workload and its arguments (SAME_WORK; its rows on a CPU standing in for
+    GPUs apart, as their table is): the fastest configuration, the cheapest of
+    those that cost money for the same amount of work (a free machine is free, not
+    cheapest: the question is what to rent), and the cost/time Pareto front (the
+    same for any fixed amount)."""
     latest["fastest"] = False
     latest["cheapest"] = False
     latest["pareto"] = False
     work = latest[~checks.is_bandwidth(latest)]  # a bandwidth test has no cost per unit of work
     stand_in = work["gpu_name"].astype(str).map(checks.is_stand_in)
-    for _, group in work.groupby([work["workload"], stand_in], sort=False, observed=True):
+    keys = [work[k].astype(str) for k in SAME_WORK] + [stand_in]
+    for _, group in work.groupby(keys, sort=False, observed=True):
         latest.loc[group["throughput"].idxmax(), "fastest"] = True
         cost = group["cost_per_million_samples"]
         paid = cost.notna() & group["price_per_hour"].gt(0)

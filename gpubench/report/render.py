@@ -12,12 +12,12 @@ import textwrap
 from dataclasses import dataclass, field, replace
 
 from gpubench.errors import UsageError
-from gpubench.format import TableFit, render_rows
+from gpubench.format import TableFit, fill, render_rows
 from gpubench.report.compare import Comparison
 from gpubench.report.compute import Report, as_frame, build_report, parse_baseline
 from gpubench.report.tables import (Section, compare_machine_rows, compare_section,
                                     machine_columns, machine_rows, workload_sections)
-from gpubench.table_fit import check_column_names, named_columns
+from gpubench.table_fit import check_column_names, named_columns, terminal_width
 
 MACHINE_FORMATS = ("csv", "json")
 
@@ -51,19 +51,33 @@ def render(report: Report, fmt: str, workload: str | None = None,
     said = [f"speedup is relative to {report.baseline.describe()}"] \
         if report.rows["speedup"].notna().any() else []  # a bandwidth test alone has none
     notes = report.notes + said
-    return RenderedReport("\n\n".join(parts + ["\n".join(f"note: {n}" for n in notes)]))
+    return RenderedReport("\n\n".join(parts + ([note_lines(notes, fit)] if notes else [])))
+
+
+NOTE, NOTE_INDENT = "note: ", "      "
+
+
+def note_lines(notes: list[str], fit: TableFit | None = None) -> str:
+    """Each note on lines of its own, wrapped at the terminal's width (fit.width),
+    its later lines under its first word, never inside a snippet of code."""
+    width = (fit.width if fit is not None else None) or terminal_width()
+    return "\n".join(fill(NOTE + n, width, NOTE_INDENT) for n in notes)
 
 
 def render_report(records, fmt: str, workload: str | None = None, *,
                   baseline: str | None = None, compare: tuple[str, str] | None = None,
                   notes_out=None, failures: str = "latest") -> str:
     """Records (dicts, or a frame from normalise) straight to text in `fmt`, as a
-    sweep shows its result. Notes beside csv and json go to `notes_out` (default stderr)."""
+    sweep shows its result: with `workload`, that workload's records alone, so that
+    its notes are its own (not those of another script in the same results
+    directory). Notes beside csv and json go to `notes_out` (default stderr)."""
     frame = as_frame(records)
+    if workload is not None and not frame.empty:
+        frame = frame[frame["workload"] == workload]
     rendered = render(build_report(frame, parse_baseline(baseline, frame), failures), fmt,
                       workload, compare)
     for note in rendered.notes:
-        print(f"note: {note}", file=notes_out or sys.stderr, flush=True)
+        print(note_lines([note]), file=notes_out or sys.stderr, flush=True)
     return rendered.text
 
 
@@ -92,8 +106,12 @@ def render_section(section: Section, fmt: str, fit: TableFit | None = None) -> s
     fit = fit or TableFit(hint=REPORT_HINT)
     if fit.columns and not named_columns(section.columns, fit.columns):
         fit = replace(fit, columns=())  # none of this table's: it shows as it would
+    below = section.below
+    if below is not None and fit.columns and not named_columns(
+            [c for c in section.columns if c[0] == below], fit.columns):
+        below = None  # --columns left it out: render_rows drops it with the others
     table = render_rows(section.rows, section.columns, fmt, title=section.title,
-                        keep=section.keep, fit=fit)
+                        keep=section.keep, fit=fit, below=below)
     width = max(len(line) for line in table.splitlines())
     return table + "".join("\n" + textwrap.fill(line, width=max(width, 60)) for line in said)
 
@@ -115,5 +133,5 @@ def _render_compare(report: Report, compare: tuple[str, str], fmt: str,
         return RenderedReport(render_rows(rows, columns, fmt), list(report.notes))
     if fit.columns:
         check_column_names(fit.columns, section.columns)
-    return RenderedReport(render_section(section, fmt, fit)
-                          + "".join(f"\nnote: {n}" for n in report.notes))
+    notes = note_lines(report.notes, fit)
+    return RenderedReport(render_section(section, fmt, fit) + (f"\n{notes}" if notes else ""))

@@ -6,7 +6,9 @@ plain sentence comparing them, "2x A100 on Lambda is 7.1x the cost of 2x RTX
 It reads the marks compute.py set (fastest, cheapest among the paid) from the
 rows of one table, so the words and the table's "best" column always agree.
 Costs compare the same amount of work: an epoch where the size is known, else
-a million units (samples, tokens), or one run of a script timed as a whole.
+a million units (samples, tokens), or one run of a script timed as a whole; and
+only rows that did the same work (compute.SAME_WORK: the same arguments, the same
+script) are compared, each group of them in sentences of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpubench.format import format_cell, format_dollars
+from gpubench.report.compute import SAME_WORK
 from gpubench.report.selectors import short_gpu
 
 RUNS = "runs"  # the unit of work of a script timed as a whole (tables.RUNS)
@@ -33,13 +36,30 @@ class CostStory:
 
 def cost_story(rows: list[dict]) -> CostStory | None:
     """The story of one table's rows (report rows as dicts, before display); None
-    for a table without the marks (a bandwidth test, failed runs)."""
+    for a table without the marks (a bandwidth test, failed runs). Rows run with
+    other arguments (or another version of a script) did other work: each such
+    group has sentences of its own, its rows named with their arguments, and the
+    story's fastest and cheapest are the first group's."""
+    name = _namer(rows)
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(tuple(str(row.get(k)) for k in SAME_WORK), []).append(row)
+    stories = [s for s in (_group_story(group, name) for group in groups.values()) if s]
+    if not stories:
+        return None
+    first = stories[0]
+    return CostStory(first.fastest, first.cheapest, first.free,
+                     [sentence for story in stories for sentence in story.sentences])
+
+
+def _group_story(rows: list[dict], name) -> CostStory | None:
+    """The story of rows that did the same work (compute.SAME_WORK: the marks are
+    theirs); None where none is marked fastest."""
     fastest = next((r for r in rows if r.get("fastest")), None)
     if fastest is None:
         return None
     cheapest = next((r for r in rows if r.get("cheapest")), None)
     free = [r for r in rows if r.get("price_per_hour") == 0]
-    name = _namer(rows)
     story = CostStory(fastest, cheapest, free)
     if cheapest is None:
         story.sentences.append(f"{name(fastest)} is the fastest; no configuration here has a "
@@ -108,9 +128,11 @@ def provider_name(name: str) -> str:
 
 def _namer(rows: list[dict]):
     """Names for the rows of one table: GPUs, GPU and provider, and whatever else
-    tells its rows apart (nodes, precision, the workload's arguments)."""
+    tells its rows apart (nodes, precision, the workload's arguments, the script's
+    version)."""
     precisions = len({r.get("precision") for r in rows}) > 1
     args = len({str(r.get("workload_args")) for r in rows}) > 1
+    scripts = len({str(r.get("script_sha256")) for r in rows}) > 1
 
     def name(row: dict) -> str:
         gpu = short_gpu(row.get("gpu_name") or "")
@@ -123,8 +145,10 @@ def _namer(rows: list[dict]):
             text += f" over {row['nodes']} nodes"
         if precisions:
             text += f" {row['precision']}"
-        if args and row.get("workload_args"):
-            text += f" [{row['workload_args']}]"
+        if args:
+            text += f" [{row.get('workload_args') or 'no arguments'}]"
+        if scripts and row.get("script_sha256"):
+            text += f" (script {str(row['script_sha256'])[:8]})"
         return f"{text} on {provider_name(row['provider'])}"
 
     return name

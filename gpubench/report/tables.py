@@ -52,6 +52,7 @@ class Section:
     keep: tuple[str, ...] = KEY_COLUMNS  # kept longest in a narrow terminal, in this order
     story: CostStory | None = None  # fastest against cheapest paid, in words
     footnotes: list[str] = field(default_factory=list)  # what a mark in a cell means
+    below: str | None = None  # a column of long text a terminal table shows under each row
 
 
 def machine_columns() -> list[tuple[str, str]]:
@@ -155,7 +156,10 @@ def workload_sections(report: Report, workload: str | None = None) -> list[Secti
     failed = [r for r in failed if workload is None or r["workload"] == workload]
     if failed:
         nodes = [("nodes", "nodes")] if _above_one(failed, "nodes") else []
-        columns = [("workload", "workload"), ("provider", "provider"), ("gpu_name", "gpu"),
+        # one workload's report (run, report --workload): its name in the title, not in a
+        # column where a script's path would fold
+        named = [] if workload is not None else [("workload", "workload")]
+        columns = [*named, ("provider", "provider"), ("gpu_name", "gpu"),
                    ("precision", "precision"), ("gpu_count", "gpus"), *nodes, ("run_id", "run"),
                    ("time", "time"), ("failures", "failures"), ("error", "error")]
         for r in failed:
@@ -163,8 +167,11 @@ def workload_sections(report: Report, workload: str | None = None) -> list[Secti
                 if isinstance(r.get(key), float) and not math.isnan(r[key]):
                     r[key] = int(r[key])
             r["gpu_name"] = short_gpu(r.get("gpu_name") or "")
-        sections.append(Section("failed runs (not in the figures above)", columns, failed,
-                                keep=FAILED_KEY_COLUMNS))
+        # the error under its row, as wide as the terminal: in a column of its own it
+        # would fold into narrow pieces, a snippet of code it suggests cut in two
+        title = (f"failed runs of {workload}" if workload is not None
+                 else "failed runs (not in the figures above)")
+        sections.append(Section(title, columns, failed, keep=FAILED_KEY_COLUMNS, below="error"))
     return sections
 
 

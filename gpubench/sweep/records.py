@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gpubench.sweep.run import SweepPlan
 
 SCRIPT_UNIT = "runs/s"
+SCRIPT_PRECISION = "-"  # a user's script's precision is its own affair, ok or failed
 
 
 def script_record(outcome: RunOutcome, world_size: int) -> dict:
@@ -27,7 +28,8 @@ def script_record(outcome: RunOutcome, world_size: int) -> dict:
     is the baseline's wall time over this one's."""
     own = outcome.record or {}
     record = {"status": "ok", "error": None, "world_size": world_size,
-              "wall_seconds": outcome.elapsed_seconds, "precision": "-"}  # the script's own affair
+              "wall_seconds": outcome.elapsed_seconds,
+              "precision": SCRIPT_PRECISION}  # the script's own affair
     if own.get("throughput"):
         record.update(timing="script", throughput_unit="samples/s")
     elif outcome.elapsed_seconds > 0:
@@ -48,6 +50,8 @@ def finish_record(outcome: RunOutcome, plan: "SweepPlan", machine: Machine, poin
     record = dict(outcome.record or {})
     if outcome.error is None and not plan.workload.in_suite:
         record = script_record(outcome, point.world_size)
+    if not plan.workload.in_suite:  # failed too: its precision is no more fp32 than an ok run's
+        record.setdefault("precision", SCRIPT_PRECISION)
     for key, value in outcome.measured.items():
         record.setdefault(key, value)  # the workload's own word (device, threads) wins
     if outcome.failure is not None:

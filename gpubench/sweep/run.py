@@ -263,8 +263,14 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
                            workload=plan.workload.name, where=where, index=runs.index,
                            total=runs.total, provider=machine.provider, gpu_name=machine.gpu_name,
                            price_per_hour=machine.price_per_hour))
-    with quiet:
-        outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
+    started = time.perf_counter()
+    try:
+        with quiet:
+            outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
+    except BaseException as e:  # Ctrl-C above all: what the run said so far is kept
+        _keep_interrupted(log, store, plan, name, point, time.perf_counter() - started, e, echo,
+                          prefix)
+        raise
     if reports is not None:
         outcome = judged(outcome, reports, point)
     runs.failure = outcome.failure
@@ -285,6 +291,25 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
     if record.get("machine_busy"):
         echo(f"{prefix}note: the machine was busy: {record['machine_busy']}")
     return _stop_after(outcome, point, prefix, where, echo, warned)
+
+
+def _keep_interrupted(log: runlogs.RunLog, store: ResultsStore, plan: SweepPlan, name: str,
+                      point: SweepPoint, elapsed: float, error: BaseException,
+                      echo: Callable[[str], None], prefix: str) -> None:
+    """A run that did not come back (Ctrl-C, a lost machine): its output so far
+    written to its log, with how it ended, and where to read it. It gets no record,
+    so a sweep run again runs it again."""
+    directory = getattr(store, "directory", None)
+    if directory is None:
+        return
+    how = ("interrupted (Ctrl-C)" if isinstance(error, KeyboardInterrupt)
+           else f"stopped: {type(error).__name__}: {error}")
+    try:
+        log.write(directory, runlogs.relative_path(plan.run_id, name), [],
+                  [f"# {how} after {elapsed:.1f}s; no record was written"])
+    except GpubenchError:
+        return  # the interruption is what the user hears of, not a log it could not write
+    echo(f"{prefix}{how}; its output so far: gpubench logs {plan.run_id} {point.world_size}")
 
 
 def _stop_after(outcome: RunOutcome, point: SweepPoint, prefix: str, where: str,

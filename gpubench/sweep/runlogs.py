@@ -5,8 +5,9 @@ logs/20260131-120000-ab12cd/2gpus.log, and 2gpus-r3.log for the third of
 several repeats. The record names its file (log_file, relative to the results
 directory); `gpubench logs RUN [COUNT]` shows them. The output is held in
 memory while the run lasts (the run's working directory is watched for files it
-leaves, so nothing is written there meanwhile) and written when it ends; a run
-that prints more than MAX_BYTES keeps its beginning and its last lines.
+leaves, so nothing is written there meanwhile) and written when it ends, or when
+it is interrupted (Ctrl-C: what it said so far); a run that prints more than
+MAX_BYTES keeps its beginning and its last lines.
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ class RunLog:
         """Write it to directory/relative: the lines kept, then (when some were left
         out) the run's last lines, then `footer`."""
         lines = list(self.lines)
-        if self.dropped:
+        if self.dropped and tail:
             lines.append(f"[... {self.dropped} lines left out; the last {len(tail)} follow ...]")
             lines += tail
+        elif self.dropped:
+            lines.append(f"[... {self.dropped} more lines left out ...]")
         path = Path(directory) / relative
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

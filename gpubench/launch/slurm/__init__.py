@@ -33,7 +33,8 @@ def open_launcher(spec: str, options: "LaunchOptions") -> "SlurmLauncher":
     if not isinstance(slurm, SlurmOptions):
         raise TypeError(f"LaunchOptions.scheme_options for slurm is a SlurmOptions, not {slurm!r}")
     if not spec:
-        return launcher.open_local(options.remote_python, options.remote_dir, slurm, options.echo)
+        return launcher.open_local(options.remote_python, options.remote_dir, slurm, options.echo,
+                                   options.dry_run)
     return launcher.open_ssh(spec, options.key, options.known_hosts or paths.known_hosts_path(),
                              options.remote_python, options.remote_dir, options.connect_wait,
-                             slurm, options.echo)
+                             slurm, options.echo, options.dry_run)

@@ -16,9 +16,10 @@ import shutil
 import socket
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+from gpubench.format import fill
 from gpubench.launch.base import Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args
 from gpubench.launch.failures import Failure, RunFacts, explain
 from gpubench.launch.slurm import script as scripts
@@ -43,7 +44,7 @@ class SlurmLauncher(Launcher):
     SSH); opened by open_launcher in gpubench.launch.slurm."""
 
     def __init__(self, shell: Shell, cluster: str, base: str, python: str, options: SlurmOptions,
-                 partition: Partition, upload=None, closer=None) -> None:
+                 partition: Partition, upload=None, closer=None, unasked: str | None = None) -> None:
         self.shell = shell
         self.slurm = Slurm(shell)
         self.cluster = cluster      # the login node, for the records' instance type
@@ -54,12 +55,17 @@ class SlurmLauncher(Launcher):
         self._upload = upload       # (workload) -> None over SSH; None: copy here
         self._closer = closer
         self._prepared: set[Path] = set()
+        self.unasked = unasked      # why sinfo could not be asked (a dry run without a controller)
         self.follower = Follower(self.slurm, options.poll_seconds, options.pending_timeout)
 
     # ------------------------------------------------------------------ contract
     def machine(self) -> Machine:
         p = self.partition
         itype = f"{self.cluster}:{p.name}"
+        if self.unasked is not None:  # any count the user gives; 1 GPU per node unless told
+            itype = f"{itype} (not asked: sinfo failed)"
+            return _UnaskedMachine(PROVIDER, itype, "gpu", 1, None, "cuda", max_nodes=UNASKED_NODES,
+                                   span=self._span(itype))
         if p.gpus_per_node == 0:
             itype = f"{itype} ({p.cpus_per_node}-cpu nodes)"
             return Machine(PROVIDER, itype, "cpu", 0, None, "cpu", max_nodes=p.nodes,
@@ -124,12 +130,21 @@ class SlurmLauncher(Launcher):
 
 
     def dry_run(self, workload: WorkloadRef, points: list[SweepPoint], workload_args: list[str]) -> str:
-        """The script of every point, as it would be submitted (--dry-run); nothing is."""
-        parts = []
+        """The script of every point, as it would be submitted (--dry-run); nothing is.
+        Where Slurm could not be asked, the first lines say so and what was assumed."""
+        parts = [] if self.unasked is None else [fill(self.unasked_line(), 88, "# ", "# ")]
         for point in points:
             spec, text = self.script(workload, point, workload_args)
             parts.append(f"# ---- {point.describe()}: would be submitted as sbatch {spec.script_path}\n{text}")
         return "\n".join(parts) + "# --dry-run: nothing was submitted\n"
+    def unasked_line(self) -> str:
+        """What a dry run could not ask Slurm, and what its scripts assume instead."""
+        partition = (f"partition {self.options.partition}" if self.options.partition
+                     else "the default partition")
+        return (f"Slurm could not be asked: {self.unasked}. These scripts assume {partition} "
+                "and the GPUs per node of --gpus-per-node (1 unless given); Slurm has not "
+                "checked them (no sbatch --test-only)")
+
     def check(self) -> None:
         """Ask Slurm whether it would take a job of this sweep (one node), submitting
         nothing: an unknown partition, account, QOS or reservation is refused here,
@@ -231,6 +246,25 @@ class SlurmLauncher(Launcher):
         return str(path)
 
 
+UNASKED_NODES = 1 << 16  # a dry run that could not ask sinfo takes any --nodes
+
+
+@dataclass(frozen=True)
+class _UnaskedMachine(Machine):
+    """A partition sinfo could not be asked about (a dry run): any count per node."""
+
+    @property
+    def max_procs(self) -> int | None:
+        return None
+
+
+def _unasked(options: SlurmOptions) -> Partition:
+    """The partition a dry run assumes where sinfo could not be asked: the one named,
+    with GPUs (how many per node: the sweep's --gpus-per-node)."""
+    return Partition(options.partition or "default", UNASKED_NODES, 1, "", 1, "unknown",
+                     options.partition is None)
+
+
 def _point_tag(workload: WorkloadRef, point: SweepPoint) -> str:
     name = scripts.job_name(workload.name).removeprefix("gpubench-")
     return f"{name}-{point.nodes}n{point.procs_per_node}g"
@@ -261,7 +295,8 @@ def _exit_number(code: str | None) -> int:
 
 
 # ---------------------------------------------------------------------- opening
-def open_local(python: str, base: str, options: SlurmOptions, echo: LineSink) -> SlurmLauncher:
+def open_local(python: str, base: str, options: SlurmOptions, echo: LineSink,
+               dry_run: bool = False) -> SlurmLauncher:
     """gpubench on the login node itself: sbatch must be on PATH."""
     from gpubench.launch.slurm.commands import LocalShell, local_env
 
@@ -272,11 +307,12 @@ def open_local(python: str, base: str, options: SlurmOptions, echo: LineSink) ->
     if not path.is_absolute():
         path = Path.home() / path
     return _opened(LocalShell(local_env()), socket.gethostname(), str(path), python, options,
-                   None, None, echo)
+                   None, None, echo, dry_run)
 
 
 def open_ssh(spec: str, key: Path | None, known_hosts: Path, python: str, base: str,
-             connect_wait: float, options: SlurmOptions, echo: LineSink) -> SlurmLauncher:
+             connect_wait: float, options: SlurmOptions, echo: LineSink,
+             dry_run: bool = False) -> SlurmLauncher:
     """The login node over gpubench's SSH layer (pinned host keys, rsync)."""
     from gpubench.launch.slurm.commands import SshShell
     from gpubench.launch.slurm.login import login_target
@@ -302,16 +338,25 @@ def open_ssh(spec: str, key: Path | None, known_hosts: Path, python: str, base: 
                 session.upload(suite, None if workload.script.parent == suite else workload.script)
 
         return _opened(shell, target.host, str(PurePosixPath(absolute)), python, options, upload,
-                       session.close, echo)
+                       session.close, echo, dry_run)
     except BaseException:
         session.close()
         raise
 
 
 def _opened(shell: Shell, cluster: str, base: str, python: str, options: SlurmOptions,
-            upload, closer, echo: LineSink) -> SlurmLauncher:
+            upload, closer, echo: LineSink, dry_run: bool = False) -> SlurmLauncher:
     slurm = Slurm(shell)
-    partition = slurm.partition(options.partition)
+    try:
+        partition = slurm.partition(options.partition)
+    except SlurmError as e:  # no controller to ask: a dry run still shows its scripts
+        if not dry_run:
+            raise
+        launcher = SlurmLauncher(shell, cluster, base, python, options, _unasked(options),
+                                 upload, closer, unasked=str(e))
+        echo(f"slurm on {shell.where}: {e}; --dry-run shows the scripts without what sinfo "
+             "would have said")
+        return launcher
     if partition is None:
         if options.partition is None:
             raise SlurmError(f"sinfo on {shell.where} lists no default partition; name one with --partition")

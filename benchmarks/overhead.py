@@ -1,0 +1,396 @@
+"""What the mnist-ddp harness and `gpubench run` cost over the same work done by hand.
+
+Each comparison runs its two sides in turn (A B A B ...) N times, each run a fresh
+process started from a temporary directory, so that both sides see the same machine
+load; it prints each side's runs, their medians and the ratio, and the load average
+(on a machine shared with other work, only the medians of alternating runs mean
+anything).
+
+loop      the mnist-ddp harness at one process and one thread against the
+          pytorch/examples training loop at one thread: the same Net, batch 64,
+          Adadelta (lr 1.0), the same synthetic images, W warm-up steps, then S
+          measured steps; samples/s over the measured steps.
+            A  OMP_NUM_THREADS=1 python workloads/mnist_ddp.py --steps S --warmup W \\
+                   --record-file F              (throughput: F's "throughput")
+            B  OMP_NUM_THREADS=1 python benchmarks/overhead.py examples --steps S --warmup W
+          B is pytorch/examples' mnist/main.py train(): a Dataset that makes each
+          sample a PIL image and then a normalised tensor, a DataLoader (batch 64,
+          shuffled), zero_grad, forward, nll_loss, backward, step, a loss.item()
+          print every 10 batches; no process group, no DDP.
+parts     where a difference between the two goes, in one process at one thread, the
+          variants' steps taking turns in blocks (R rounds), median step time of each,
+          wall and CPU (every thread of the process: robust to a shared machine):
+          the examples loop (its DataLoader); the same model fed from tensors; plus DDP
+          at world size 1; plus DDP with gradient_as_bucket_view; the harness's own
+          step (workloads/mnist_ddp.Trainer.step, as mnist-ddp runs it); and the
+          harness's per-step extras (the step timer and the progress hook) alone.
+command   one count of `gpubench run` against the torchrun it runs, typed by hand:
+            A  gpubench run mnist-ddp --gpus 1 --repeat 1 --force --quiet \\
+                   --results DIR -- --steps S
+            B  OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 python -m torch.distributed.run \\
+                   --standalone --nproc_per_node=1 workloads/mnist_ddp.py --steps S \\
+                   --record-file F
+          wall time of each whole command; and gpubench's time part by part
+          (noted as it runs): its start (the interpreter, the import of its command
+          line), parsing and planning, the machine-load window before the run, the
+          run, the record and log, the report it prints (pandas, the table).
+
+    .venv/bin/python benchmarks/overhead.py loop [--runs 5] [--steps 60] [--warmup 5]
+    .venv/bin/python benchmarks/overhead.py parts [--rounds 30]
+    .venv/bin/python benchmarks/overhead.py command [--runs 3] [--steps 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+WORKLOADS = REPO / "workloads"
+BATCH = 64
+LOG_INTERVAL = 10  # pytorch/examples mnist: --log-interval
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
+
+
+def median_line(name: str, values: list[float], unit: str) -> str:
+    shown = ", ".join(f"{v:.2f}" for v in values)
+    return f"  {name:34s} median {statistics.median(values):8.2f} {unit}  ({shown})"
+
+
+def alternate(sides: dict, runs: int) -> dict[str, list[float]]:
+    """Each side's figure, the sides in turn, `runs` times; the first side alternates."""
+    figures: dict[str, list[float]] = {name: [] for name in sides}
+    names = list(sides)
+    for i in range(runs):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            figures[name].append(sides[name]())
+            print(f"    run {i + 1} {name}: {figures[name][-1]:.2f}", flush=True)
+    return figures
+
+
+def paired(figures: dict[str, list[float]]) -> float:
+    """The median of the first side's figure over the second's, run by run: each pair
+    ran back to back, under much the same load."""
+    first, second = figures.values()
+    return statistics.median(a / b for a, b in zip(first, second))
+
+
+# ---------------------------------------------------------------------- loop
+def harness_run(steps: int, warmup: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
+        record = Path(tmp) / "record.json"
+        subprocess.run([sys.executable, str(WORKLOADS / "mnist_ddp.py"), "--steps", str(steps),
+                        "--warmup", str(warmup), "--record-file", str(record)],
+                       env={**os.environ, **ONE_THREAD, "GPUBENCH_PROGRESS": "on"}, cwd=tmp,
+                       check=True, stdout=subprocess.DEVNULL, timeout=3600)
+        return float(json.loads(record.read_text())["throughput"])
+
+
+def examples_run(steps: int, warmup: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "examples",
+                               "--steps", str(steps), "--warmup", str(warmup)],
+                              env={**os.environ, **ONE_THREAD}, cwd=tmp, check=True,
+                              capture_output=True, text=True, timeout=3600)
+        return float(done.stdout.strip().splitlines()[-1].split()[-2])
+
+
+def loop(args) -> None:
+    print(f"loop: mnist-ddp harness against the pytorch/examples loop, one process, one thread, "
+          f"{args.steps} steps after {args.warmup}; {load()}")
+    figures = alternate({"mnist-ddp harness": lambda: harness_run(args.steps, args.warmup),
+                         "pytorch/examples loop": lambda: examples_run(args.steps, args.warmup)},
+                        args.runs)
+    for name, values in figures.items():
+        print(median_line(name, values, "samples/s"))
+    ours, theirs = (statistics.median(v) for v in figures.values())
+    print(f"  ratio harness / examples: {ours / theirs:.3f} (of the medians), "
+          f"{paired(figures):.3f} (the median of each pair's); {load()}")
+
+
+def examples(args) -> None:
+    """pytorch/examples mnist/main.py's train(), timed as the harness times its window."""
+    import torch
+
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(WORKLOADS))
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import mnist_data
+    from mnist_ddp import Net
+    from mnist_loader import PerSampleMNIST
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader
+
+    torch.manual_seed(0)
+    loader = DataLoader(_examples_dataset(mnist_data, PerSampleMNIST), batch_size=BATCH,
+                        shuffle=True)
+    model = Net()
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    model.train()
+    start = None
+    for batch_idx, (data, target) in enumerate(loader):
+        if batch_idx == args.warmup:
+            start = time.perf_counter()
+        if batch_idx == args.warmup + args.steps:
+            break
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        if batch_idx % LOG_INTERVAL == 0:
+            print(f"Train Epoch: 1 [{batch_idx * len(data)}/{len(loader.dataset)}]\t"
+                  f"Loss: {loss.item():.6f}")
+    seconds = time.perf_counter() - start
+    print(f"{args.steps} steps in {seconds:.3f} s: {args.steps * BATCH / seconds:.2f} samples/s")
+
+
+def _examples_dataset(mnist_data, dataset_class):
+    """The synthetic images as the uint8 pictures torchvision's MNIST holds."""
+    import torch
+
+    split = mnist_data.synthetic()
+    raw = ((split.images[:, 0] * mnist_data.STD + mnist_data.MEAN) * 255).round().clamp(0, 255)
+    return dataset_class(raw.to(torch.uint8).numpy(), split.labels.numpy())
+
+
+# ---------------------------------------------------------------------- parts
+def parts(args) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(WORKLOADS))
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import harness
+    import mnist_data
+    import torch.nn.functional as F
+    from mnist_ddp import Net, Trainer
+    from mnist_loader import PerSampleMNIST
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader
+
+    print(f"parts: one process, one thread, {args.rounds} rounds of {args.block} steps each; "
+          f"{load()}")
+    ctx = harness.setup_distributed()  # a world of one, as `python mnist_ddp.py`
+    split = mnist_data.synthetic()
+    order = torch.randperm(len(split), generator=torch.Generator().manual_seed(0))
+
+    def fed_from_tensors(wrap: dict | None):
+        torch.manual_seed(0)
+        model = Net() if wrap is None else DDP(Net(), **wrap)
+        optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+
+        def step(i: int) -> None:
+            i %= len(split) // BATCH
+            idx = order[i * BATCH:(i + 1) * BATCH]
+            optimizer.zero_grad(set_to_none=True)
+            F.nll_loss(model(split.images[idx]), split.labels[idx]).backward()
+            optimizer.step()
+        return step
+
+    def examples_loop():
+        torch.manual_seed(0)
+        loader = DataLoader(_examples_dataset(mnist_data, PerSampleMNIST), batch_size=BATCH,
+                            shuffle=True)
+        batches = iter(loader)
+        model = Net()
+        optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+
+        def step(_i: int) -> None:
+            nonlocal batches
+            try:
+                data, target = next(batches)
+            except StopIteration:
+                batches = iter(loader)
+                data, target = next(batches)
+            optimizer.zero_grad()
+            F.nll_loss(model(data), target).backward()
+            optimizer.step()
+        return step
+
+    trainer = Trainer(ctx, argparse.Namespace(batch_size=BATCH, seed=0, compile=False,
+                                              precision="fp32"), split)
+    timer = harness.StepTimer(ctx.device)
+    progress = harness.ProgressPrinter(BATCH, write=lambda line: None)
+
+    def harness_step(i: int) -> None:  # run_window's body: timer, step, progress hook
+        with timer.step():
+            trainer.step(i)
+        progress.after_step(i + 1)
+
+    variants = {
+        "examples loop (its DataLoader)": examples_loop(),
+        "fed from tensors, no DDP": fed_from_tensors(None),
+        "+ DDP at world size 1": fed_from_tensors({}),
+        "+ DDP, gradient_as_bucket_view": fed_from_tensors({"gradient_as_bucket_view": True}),
+        "harness step (mnist-ddp as it runs)": harness_step,
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}  # every thread of the process
+    done = {name: 0 for name in variants}
+    for name, step in variants.items():  # warm up each
+        for _ in range(3):
+            step(done[name])
+            done[name] += 1
+    rng = random.Random(0)
+    for _ in range(args.rounds):
+        names = list(variants)
+        rng.shuffle(names)
+        for name in names:
+            started, cpu_started = time.perf_counter(), time.process_time()
+            for _ in range(args.block):
+                variants[name](done[name])
+                done[name] += 1
+            times[name].append((time.perf_counter() - started) / args.block * 1000)
+            cpu[name].append((time.process_time() - cpu_started) / args.block * 1000)
+    base = "fed from tensors, no DDP"
+    print(f"  {'':38s} {'wall ms':>8s} {'ratio':>6s} {'CPU ms':>8s} {'ratio':>6s}  (ratios: to "
+          f"the loop fed from tensors, median of each round's)")
+    for name in variants:
+        wall_ratio = statistics.median(a / b for a, b in zip(times[name], times[base]))
+        cpu_ratio = statistics.median(a / b for a, b in zip(cpu[name], cpu[base]))
+        print(f"  {name:38s} {statistics.median(times[name]):8.2f} {wall_ratio:6.3f} "
+              f"{statistics.median(cpu[name]):8.2f} {cpu_ratio:6.3f}")
+    extras = _extras_ns(harness)
+    print(f"  the harness's per-step extras alone: step timer {extras[0]:.0f} ns, progress hook "
+          f"{extras[1]:.0f} ns a step (no line due); {load()}")
+    harness.teardown_distributed()
+
+
+def _extras_ns(harness) -> tuple[float, float]:
+    import torch
+
+    timer = harness.StepTimer(torch.device("cpu"))
+    progress = harness.ProgressPrinter(BATCH, write=lambda line: None, every_s=3600)
+    n = 200_000
+    started = time.perf_counter()
+    for _ in range(n):
+        with timer.step():
+            pass
+    timed = (time.perf_counter() - started) / n * 1e9
+    started = time.perf_counter()
+    for i in range(n):
+        progress.after_step(i)
+    return timed, (time.perf_counter() - started) / n * 1e9
+
+
+# ---------------------------------------------------------------------- command
+# gpubench run as the user runs it, with the moments that split its time besides
+# torchrun's noted (a clock read at each; the last line on stderr, as JSON)
+INSTRUMENTED = """
+import json, sys, time
+t0 = time.perf_counter()
+seen = {}
+import gpubench.cli as cli
+seen["imported"] = time.perf_counter() - t0
+from gpubench.cli import run_cmd
+from gpubench.launch import local
+from gpubench.onhost import machine_load
+
+def noted(module, name, key):
+    inner = getattr(module, name)
+    def wrapper(*args, **kwargs):
+        seen[key + " begins"] = time.perf_counter() - t0
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            seen[key + " ends"] = time.perf_counter() - t0
+    setattr(module, name, wrapper)
+
+noted(machine_load, "before", "window")
+noted(local, "stream_process", "torchrun")
+noted(run_cmd, "_report", "report")
+try:
+    cli.main(sys.argv[1:])
+finally:
+    seen["end"] = time.perf_counter() - t0
+    print(json.dumps(seen), file=sys.stderr)
+"""
+
+
+def gpubench_run(steps: int, phases: list[dict]) -> float:
+    with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", INSTRUMENTED, "run", "mnist-ddp", "--gpus", "1",
+                               "--repeat", "1", "--force", "--quiet", "--results",
+                               str(Path(tmp) / "r"), "--", "--steps", str(steps)],
+                              cwd=tmp, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, timeout=3600)
+        whole = time.perf_counter() - started
+        seen = json.loads(done.stderr.strip().splitlines()[-1])
+        phases.append({
+            "python start (interpreter, site)": whole - seen["end"],
+            "import gpubench.cli": seen["imported"],
+            "parse, open, plan (to the window)": seen["window begins"] - seen["imported"],
+            "machine-load window before the run": seen["window ends"] - seen["window begins"],
+            "to torchrun's start": seen["torchrun begins"] - seen["window ends"],
+            "torchrun (the run itself)": seen["torchrun ends"] - seen["torchrun begins"],
+            "record, log (to the report)": seen["report begins"] - seen["torchrun ends"],
+            "the report (pandas, the table)": seen["report ends"] - seen["report begins"],
+            "to exit": seen["end"] - seen["report ends"]})
+        return whole
+
+
+def torchrun_by_hand(steps: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                        "--nproc_per_node=1", str(WORKLOADS / "mnist_ddp.py"), "--steps", str(steps),
+                        "--record-file", str(Path(tmp) / "record.json")],
+                       env={**os.environ, **ONE_THREAD, "PYTHONUNBUFFERED": "1"}, cwd=tmp,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=3600)
+        return time.perf_counter() - started
+
+
+def command(args) -> None:
+    print(f"command: one count of gpubench run against torchrun by hand, {args.steps} steps; "
+          f"{load()}")
+    phases: list[dict] = []
+    figures = alternate({"gpubench run": lambda: gpubench_run(args.steps, phases),
+                         "torchrun by hand": lambda: torchrun_by_hand(args.steps)}, args.runs)
+    for name, values in figures.items():
+        print(median_line(name, values, "s"))
+    ours, theirs = (statistics.median(v) for v in figures.values())
+    print(f"  ratio gpubench / by hand: {ours / theirs:.3f} (+{ours - theirs:.2f} s) of the "
+          f"medians, {paired(figures):.3f} the median of each pair's; {load()}")
+    print("  gpubench's time, part by part (medians of its runs):")
+    for name in phases[0]:
+        print(f"    {name:40s} {statistics.median(p[name] for p in phases):7.3f} s")
+    besides = [sum(v for k, v in p.items() if not k.startswith("torchrun")) for p in phases]
+    print(f"    {'all but torchrun':40s} {statistics.median(besides):7.3f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    for name, runs, steps in (("loop", 5, 60), ("command", 3, 30)):
+        p = sub.add_parser(name)
+        p.add_argument("--runs", type=int, default=runs, help="runs of each side, alternating")
+        p.add_argument("--steps", type=int, default=steps, help="measured steps")
+        p.add_argument("--warmup", type=int, default=5, help="untimed warm-up steps")
+    p = sub.add_parser("parts")
+    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--block", type=int, default=2, help="steps of one variant in a row")
+    p = sub.add_parser("examples", help="one run of the pytorch/examples loop (loop's side B)")
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args()
+    {"loop": loop, "parts": parts, "command": command, "examples": examples}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
