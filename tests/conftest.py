@@ -8,11 +8,19 @@ A command that must run as a real process goes through tests.helpers.run_gpubenc
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+# The test processes keep what they compile (the rewritten test modules, gpubench's own)
+# in __pycache__ even where PYTHONDONTWRITEBYTECODE is set: compiling every test module
+# again took most of the 10 s each test worker spent collecting. The gpubench processes
+# the tests start inherit the environment unchanged (and read what is kept here).
+sys.dont_write_bytecode = False
 
 from gpubench.cli import main
 from gpubench.defaults import SETTINGS
@@ -65,7 +73,8 @@ def cli(capsys, monkeypatch):
     beside it, as a user's would (it watches its working directory: never the repository)."""
     def run(*args: str) -> CliResult:
         capsys.readouterr()  # only this command's output
-        scripts = [Path(a) for a in args if a.endswith(".py") and Path(a).is_absolute()]
+        scripts = [Path(p) for a in args for p in a.split(",")  # --workload a.py,b.py too
+                   if p.endswith(".py") and Path(p).is_absolute()]
         if scripts:
             monkeypatch.chdir(scripts[0].parent)
         try:
@@ -76,3 +85,16 @@ def cli(capsys, monkeypatch):
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
     return run
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected what does not run
+def pytest_collection_modifyitems(config, items):
+    """Files with the most slow tests first, then the files with the most tests; each
+    file's tests in their own order. Under --dist loadfile a worker takes a whole file at
+    a time: the long files start at once and the quick ones fill in at the end, rather
+    than a long file starting when the others are nearly done (pyproject.toml passes
+    --no-loadscope-reorder, so that xdist keeps this order)."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    tests = Counter(item.path for item in items)
+    first_seen = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (-slow[item.path], -tests[item.path], first_seen[item.path]))

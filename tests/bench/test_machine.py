@@ -69,7 +69,7 @@ def test_bench_terminates_on_ctrl_c(cloud, tmp_path, cli, monkeypatch):
 
     monkeypatch.setattr(gpubench.sweep.run, "sweep", interrupted)
     code, out, err = cli("bench", "lambda", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
-                         "--name", "b3", "--results", str(tmp_path))
+                         "--name", "b3", "--no-preflight", "--results", str(tmp_path))
     assert code == 130, (out, err)
     assert Ledger().find("b3").status == "terminated"
     assert "b3 terminated; the whole bench cost $" in out
@@ -84,7 +84,7 @@ def test_bench_sends_a_project_with_workdir(cloud, tmp_path, cli):
     results.mkdir()
     code, out, err = cli("bench", "runpod", "--yes", "--gpus", "1", "--workload",
                          str(proj / "train.py"), "--workdir", str(proj), "--name", "b4",
-                         "--results", str(results))
+                         "--no-preflight", "--results", str(results))
     assert code == 0, err
     records = ResultsStore(results).load().records
     assert [(r["status"], r["throughput"]) for r in records] == [("ok", 200.0)]
@@ -185,7 +185,8 @@ def test_bench_on_two_hosts_in_turn_records_each_host_and_what_it_cost(cloud, tm
     results.mkdir()
     script = tiny_script(tmp_path)
     code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", str(script),
-                         "--counts", "1", "--hosts", "2", "--name", "bh", "--results", str(results))
+                         "--counts", "1", "--hosts", "2", "--name", "bh", "--no-preflight",
+                         "--results", str(results))
     assert code == 0, (out, err)
     records = ResultsStore(results).load().records
     assert len(records) == 2 and all(r["status"] == "ok" for r in records)
@@ -211,7 +212,7 @@ def test_bench_on_two_hosts_at_once(cloud, tmp_path, cli):
     script = tiny_script(tmp_path)
     code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", str(script),
                          "--counts", "1", "--hosts", "2", "--parallel", "--name", "bp",
-                         "--results", str(results))
+                         "--no-preflight", "--results", str(results))
     assert code == 0, (out, err)
     records = ResultsStore(results).load().records
     assert len({r["host_id"] for r in records}) == 2 and len(records) == 2
@@ -236,7 +237,8 @@ def test_ctrl_c_during_a_parallel_bench_takes_every_machine_down(cloud, tmp_path
 
     monkeypatch.setattr(gpubench.sweep.run, "sweep", interrupted_then_busy)
     code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
-                         "--hosts", "2", "--parallel", "--name", "bc", "--results", str(tmp_path))
+                         "--hosts", "2", "--parallel", "--name", "bc", "--no-preflight",
+                         "--results", str(tmp_path))
     assert code == 130, (out, err)
     rows = [r for r in Ledger().entries(include_done=True) if r.name.startswith("bc-")]
     assert len(rows) == 2 and all(r.status == "terminated" for r in rows)

@@ -62,7 +62,7 @@ def cloud(tmp_path, monkeypatch):
 def test_per_workload_args_reach_only_their_workload(cloud, cli, tmp_path):
     first, second = tiny_script(tmp_path, "first.py"), tiny_script(tmp_path, "second.py")
     code, out, err = cli("bench", "lambda", "--yes", "--gpus", "1", "--workload", f"{first},{second}",
-                         "--counts", "1", "--name", "ba", "--results", str(tmp_path / "r"),
+                         "--counts", "1", "--name", "ba", "--no-preflight", "--results", str(tmp_path / "r"),
                          "--args", f"{second}=--sleep 0.01", "--format", "json", "--", "--sleep-at", "1")
     assert code == 0, err
     commands = {r["workload"].rsplit("/", 1)[1]: r["launch_command"] for r in json.loads(out)["records"]}

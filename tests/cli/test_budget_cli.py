@@ -96,7 +96,7 @@ def test_the_bench_stops_before_a_run_that_would_pass_the_budget(cloud, cli, tmp
     results.mkdir()
     script = tiny_script(tmp_path)
     code, out, err = cli("bench", "vast", "--gpus", "2", "--workload", str(script),
-                        "--counts", "1,2", "--name", "b", "--budget", "0.5", "--yes",
+                        "--counts", "1,2", "--name", "b", "--budget", "0.5", "--yes", "--no-preflight",
                         "--results", str(results))
     assert code == 1, err
     assert "plan: 2 run(s)" in out and "budget $0.50" in out

@@ -95,8 +95,8 @@ def test_run_summary_as_json(tmp_path, cli):
 def test_bench_summary_as_json(cloud, tmp_path, cli):
     script = tiny_script(tmp_path)
     code, out, err = cli("bench", "lambda", "--yes", "--gpus", "2", "--workload", str(script),
-                         "--counts", "1,2", "--name", "bj", "--results", str(tmp_path / "r"),
-                         "--format", "json")
+                         "--counts", "1,2", "--name", "bj", "--no-preflight",
+                         "--results", str(tmp_path / "r"), "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     assert (doc["instance"], doc["terminated"], doc["all_ok"]) == ("bj", True, True)

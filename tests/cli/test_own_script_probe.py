@@ -104,10 +104,11 @@ def test_a_gpu_guard_that_exits_0_is_named_by_its_last_words(tmp_path):
 
 
 def test_ddp_on_gloo_is_a_measurement_and_says_what_it_formed(tmp_path):
-    proc, records = sweep(tmp_path, DDP_GLOO)
+    # at two processes; a group of one (gloo x 1) is the README's Lightning example's, below
+    proc, records = sweep(tmp_path, DDP_GLOO, "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [(r["status"], r["process_group"], r["wrapped_in"]) for r in records] == [
-        ("ok", "gloo x 1", "DDP"), ("ok", "gloo x 2", "DDP")]
+        ("ok", "gloo x 2", "DDP")]
 
 
 def test_lightnings_trainer_left_to_itself_is_told_how_to_join(tmp_path):
@@ -122,8 +123,13 @@ def test_lightning_with_a_fixed_device_count_is_measured_at_that_count_only(tmp_
     fixed = LIGHTNING_LEFT_TO_ITSELF.replace("L.Trainer(max_epochs=1,",
                                              "L.Trainer(strategy='ddp', devices=2, max_epochs=1,")
     proc, records = sweep(tmp_path, fixed, "1,2,4")
+    assert proc.returncode == 1
     assert [(r["gpu_count"], r["status"]) for r in records] == [(1, "failed"), (2, "ok")]
     assert records[0]["failure_kind"] == "devices" and records[1]["process_group"] == "gloo x 2"
+    # Lightning's own words (TorchElasticEnvironment.validate_settings), told in one line
+    assert records[0]["error"].startswith(
+        "Lightning's Trainer(devices=2, num_nodes=1) wants 2 processes but this count runs 1: "
+        "write Trainer(devices=int(os.environ.get('LOCAL_WORLD_SIZE', 1))")
     assert "skipping 4 gpus: the script runs only at 2 processes" in proc.stdout + proc.stderr
 
 

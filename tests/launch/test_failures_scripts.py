@@ -32,8 +32,8 @@ def torchrun(tmp_path: Path, source: str, procs: int = 2) -> tuple[int, list[str
     return done.returncode, done.stdout.splitlines()
 
 
-def explained(tmp_path: Path, source: str):
-    code, out = torchrun(tmp_path, source)
+def explained(tmp_path: Path, source: str, procs: int = 2):
+    code, out = torchrun(tmp_path, source, procs)
     assert code != 0, "\n".join(out)
     return explain(out, RunFacts(code)), out
 
@@ -96,6 +96,8 @@ dist.barrier()
 """
 
 
+# Two processes where both ranks' words must come out as one line (set_device, the
+# missing file); one where the words themselves are the subject.
 def test_torch_cuda_set_device_on_a_cpu_is_one_line_naming_the_call(tmp_path):
     failure, out = explained(tmp_path, SET_DEVICE)
     assert any(line.startswith("[rank0]: ") for line in out)  # torch's prefix, seen for real
@@ -107,7 +109,7 @@ def test_torch_cuda_set_device_on_a_cpu_is_one_line_naming_the_call(tmp_path):
 
 
 def test_the_nccl_backend_on_a_cpu_says_to_use_gloo(tmp_path):
-    failure, _ = explained(tmp_path, NCCL)
+    failure, _ = explained(tmp_path, NCCL, procs=1)
     assert failure.kind == "no gpu" and failure.repeats
     assert failure.error.startswith('the script asks for the NCCL backend (dist.init_process_group('
                                     'backend="nccl") at train.py:4), which needs GPUs, and ')
@@ -116,7 +118,7 @@ def test_the_nccl_backend_on_a_cpu_says_to_use_gloo(tmp_path):
 
 @pytest.mark.parametrize("move", ['.to(f"cuda:{local_rank}")', ".cuda()", '.to("cuda")'])
 def test_a_hard_coded_cuda_device_on_a_cpu_is_one_line(tmp_path, move):
-    failure, _ = explained(tmp_path, HARD_CODED.format(move=move))
+    failure, _ = explained(tmp_path, HARD_CODED.format(move=move), procs=1)
     assert failure.kind == "no gpu" and failure.repeats
     assert failure.error.startswith(f"the script asks for CUDA (model = nn.Linear(20, 1){move} at "
                                     "train.py:8) and ")
@@ -124,7 +126,7 @@ def test_a_hard_coded_cuda_device_on_a_cpu_is_one_line(tmp_path, move):
 
 
 def test_torch_accelerator_with_no_accelerator_is_one_line(tmp_path):
-    failure, _ = explained(tmp_path, ACCELERATOR)
+    failure, _ = explained(tmp_path, ACCELERATOR, procs=1)
     assert failure.kind == "no gpu" and failure.repeats
     assert failure.error.startswith(
         "the script asks for an accelerator (device_type = torch.accelerator.current_accelerator()"

@@ -1,6 +1,7 @@
 """Real torchrun runs of users' scripts on this machine: a checkpoint one count
-writes is not seen by the next, a Lightning-style `devices` mismatch is one line
-that stops the sweep, a worker killed by SIGKILL is named with the memory seen."""
+writes is not seen by the next, a worker killed by SIGKILL is named with the memory
+seen. (Lightning's `devices` mismatch, one line that stops the sweep: real Lightning,
+in tests/cli/test_own_script_probe.py.)"""
 
 from __future__ import annotations
 
@@ -30,17 +31,6 @@ if rank == 0:
     with open(os.environ["GPUBENCH_RECORD_FILE"], "w") as f:
         json.dump({"throughput": 100.0 * world * 4 / epochs, "throughput_unit": "samples/s"}, f)
 """ + LEAVE
-
-# Lightning's check, as its TorchElasticEnvironment.validate_settings makes it
-LIGHTNING_LIKE = JOIN + """\
-import os
-devices, num_nodes = 2, 1  # Trainer(accelerator="cpu", devices=2, strategy="ddp")
-world = int(os.environ["WORLD_SIZE"])
-if devices * num_nodes != world:
-    raise ValueError(
-        f"You set `devices={devices}` and `num_nodes={num_nodes}` in Lightning, but the product"
-        f" ({devices} * {num_nodes}) does not match the world size ({world}).")
-"""
 
 KILLED = """\
 import os, signal, time
@@ -88,18 +78,6 @@ def test_a_checkpoint_one_count_writes_is_not_seen_by_the_next(project):
     code, out, records = run(RESUMING, "--gpus", "1,2")
     assert code == 0 and len(records) == 2
     assert out.count("] already recorded") == 2
-
-
-def test_a_lightning_devices_mismatch_is_one_line_and_only_its_count_runs(project):
-    _, run = project
-    code, out, records = run(LIGHTNING_LIKE, "--gpus", "1,2,4")
-    assert code == 1
-    assert [(r["gpu_count"], r["status"]) for r in records] == [(1, "failed"), (2, "ok")]  # 4 skipped
-    assert records[0]["failure_kind"] == "devices"
-    assert records[0]["error"].startswith(
-        "Lightning's Trainer(devices=2, num_nodes=1) wants 2 processes but this count runs 1: "
-        "write Trainer(devices=int(os.environ.get('LOCAL_WORLD_SIZE', 1))")
-    assert "skipping 4 gpus: the script runs only at 2 processes" in out
 
 
 def test_a_worker_killed_by_sigkill_says_so_with_the_memory_seen(project):

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -95,16 +96,79 @@ def test_interruptible_is_outbid_when_dying(cloud, vast, keys):
 
 VASTAI = shutil.which("vastai") or str(Path(sys.executable).parent / "vastai")
 
+# The vastai command, run as its entry point runs it (`sys.exit(main())`), in a process of
+# its own for each command: forked from one that imported the CLI once. Its import takes
+# seconds (aiohttp and its serverless modules), and the test runs it a dozen times.
+VASTAI_FORKS = """\
+import json, os, sys
+from vastai.cli import main as entry
+from vastai.cli.commands import (  # what main() imports: imported before the forks
+    instances, offers, machines, teams, keys, endpoints, billing, storage, auth, misc,
+    deployments, metrics, benchmarks, price_increase, repl, update, uninstall)
+for line in sys.stdin:
+    argv, out, err = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, out, os.O_WRONLY), (2, err, os.O_WRONLY)):
+            os.dup2(os.open(path, flags), fd)
+        sys.argv = ["vastai", *argv]
+        try:
+            code = entry.main()
+        except SystemExit as e:
+            code = e.code
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+"""
+
+
+class Vastai:
+    """`vastai ARGS` -> CompletedProcess, each command a process of its own (VASTAI_FORKS)."""
+
+    def __init__(self, env: dict[str, str], tmp_path: Path) -> None:
+        first = Path(VASTAI).read_text().splitlines()[0]
+        python = first[2:].strip() if first.startswith("#!") else sys.executable
+        self.tmp = tmp_path
+        self.calls = 0
+        self.proc = subprocess.Popen([python, "-c", VASTAI_FORKS], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+
+    def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        self.calls += 1
+        out, err = (self.tmp / f"vastai-{self.calls}.{name}" for name in ("out", "err"))
+        out.touch()
+        err.touch()
+        self.proc.stdin.write(json.dumps([list(args), str(out), str(err)]) + "\n")
+        self.proc.stdin.flush()
+        done = [None]
+        reader = threading.Thread(target=lambda: done.__setitem__(0, self.proc.stdout.readline()),
+                                  daemon=True)
+        reader.start()
+        reader.join(timeout)
+        assert done[0], f"vastai {' '.join(args)}: no answer in {timeout} s"
+        return subprocess.CompletedProcess(["vastai", *args], int(done[0]), out.read_text(),
+                                           err.read_text())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path(VASTAI).exists(), reason="vastai CLI not installed (pip install --no-deps vastai==1.9.1)")
-def test_official_vastai_cli(cloud, keys, tmp_path):
+def test_official_vastai_cli(cloud, keys, tmp_path, request):
     env = clean_env({}, tmp_path)
     key = cloud.env()["VAST_API_KEY"]
+    cli = Vastai(env, tmp_path)
+    request.addfinalizer(cli.close)
 
     def vastai(*args):
-        r = subprocess.run([VASTAI, "--url", cloud.base_url, "--api-key", key, *args], capture_output=True,
-                           text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+        r = cli("--url", cloud.base_url, "--api-key", key, *args)
         assert "Traceback" not in r.stderr, r.stderr
         return r
 

@@ -7,16 +7,19 @@ import hashlib
 import struct
 import sys
 
-import mnist_data
 import pytest
-import torch
 
 from tests.helpers import REPO
+
+# torch, and mnist_data that imports it, are imported where they are used, not at
+# collection: importing torch costs every test worker seconds, in the fast lane too
 
 pytestmark = pytest.mark.slow
 
 
-def write_idx(path, array: torch.Tensor, type_code: int, gz: bool = True) -> str:
+def write_idx(path, array: "torch.Tensor", type_code: int, gz: bool = True) -> str:
+    import torch
+
     header = struct.pack(">BBBB", 0, 0, type_code, array.dim())
     header += struct.pack(f">{array.dim()}I", *array.shape)
     if array.element_size() > 1:
@@ -29,6 +32,8 @@ def write_idx(path, array: torch.Tensor, type_code: int, gz: bool = True) -> str
 
 
 def small_set(root, n=7):
+    import torch
+
     images = torch.randint(0, 256, (n, 28, 28), dtype=torch.uint8)
     labels = torch.randint(0, 10, (n,), dtype=torch.uint8)
     files = {
@@ -39,6 +44,9 @@ def small_set(root, n=7):
 
 
 def test_reads_generated_idx_files_into_normalised_tensors(tmp_path):
+    import mnist_data
+    import torch
+
     images, labels, files = small_set(tmp_path)
     split = mnist_data.load_split(tmp_path, files, fetch=False)
     assert split.images.shape == (7, 1, 28, 28) and split.images.dtype == torch.float32
@@ -48,12 +56,17 @@ def test_reads_generated_idx_files_into_normalised_tensors(tmp_path):
 
 
 def test_multibyte_idx_is_big_endian(tmp_path):
+    import mnist_data
+    import torch
+
     values = torch.tensor([[1, -2, 70000], [3, 4, -5]], dtype=torch.int32)
     write_idx(tmp_path / "x-idx2-int", values, 0x0C, gz=False)
     assert torch.equal(mnist_data.read_idx(tmp_path / "x-idx2-int"), values)
 
 
 def test_bad_checksum_is_refused(tmp_path):
+    import mnist_data
+
     _, _, files = small_set(tmp_path)
     name = next(iter(files))
     files[name] = "0" * 32
@@ -62,6 +75,9 @@ def test_bad_checksum_is_refused(tmp_path):
 
 
 def test_truncated_and_foreign_files_are_refused(tmp_path):
+    import mnist_data
+    import torch
+
     (tmp_path / "junk").write_bytes(b"hello world")
     with pytest.raises(mnist_data.DataError, match="bad magic"):
         mnist_data.read_idx(tmp_path / "junk")
@@ -73,6 +89,8 @@ def test_truncated_and_foreign_files_are_refused(tmp_path):
 
 
 def test_missing_files_without_network_give_a_clear_error(tmp_path):
+    import mnist_data
+
     # a closed loopback port stands in for an unreachable mirror
     with pytest.raises(mnist_data.DataError, match="cannot download .* --data synthetic"):
         mnist_data.download("train-images-idx3-ubyte.gz", tmp_path / "x.gz",
@@ -81,6 +99,8 @@ def test_missing_files_without_network_give_a_clear_error(tmp_path):
 
 
 def test_synthetic_data_is_mnist_shaped_and_learnable():
+    import mnist_data
+
     split = mnist_data.synthetic(n=100, seed=1)
     assert split.images.shape == (100, 1, 28, 28) and split.labels.max() < 10
     # the class decides where the bright block is: two samples of one class share it
@@ -92,6 +112,8 @@ def test_synthetic_data_is_mnist_shaped_and_learnable():
 
 def test_workload_trains_on_idx_files_from_a_data_directory(tmp_path):
     """Unpacked IDX files in --data DIR are read by every rank of a 2-process run."""
+    import torch
+
     import json
     import subprocess
 

@@ -10,15 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
-
-import harness
-import metrics
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 
 
-def ctx(rank: int, world: int = 2) -> harness.Dist:
+# harness imports torch: imported by the tests that use it, not at collection (importing
+# torch costs every test worker seconds, in the fast lane too)
+def ctx(rank: int, world: int = 2):
+    import harness
+    import torch
+
     return harness.Dist(rank, rank, world, torch.device("cpu"), "gloo")
 
 
@@ -27,6 +28,9 @@ def args(**given) -> argparse.Namespace:
 
 
 def test_the_printer_paces_its_lines_and_says_the_rate():
+    import harness
+    import metrics
+
     lines: list[str] = []
     printer = harness.ProgressPrinter(128, write=lines.append, every_s=3600)
     printer.begin("measure", 10)
@@ -42,6 +46,8 @@ def test_the_printer_paces_its_lines_and_says_the_rate():
 
 
 def test_only_rank_0_has_a_printer_and_its_rate_is_global():
+    import harness
+
     assert harness.progress_for(ctx(1), args()) is None
     printer = harness.progress_for(ctx(0), args())
     assert printer.samples_per_step == 128  # 64 per rank, 2 ranks
@@ -49,6 +55,9 @@ def test_only_rank_0_has_a_printer_and_its_rate_is_global():
 
 @pytest.mark.parametrize("rank,expected", [(0, True), (1, False)])
 def test_measure_prints_progress_from_rank_0_only(rank, expected, capsys, monkeypatch):
+    import harness
+    import metrics
+
     monkeypatch.setattr(harness.ProgressPrinter, "EVERY_S", 0.0)
     harness.measure(ctx(rank), args(), lambda step: time.sleep(0.002), steps=5)
     progress = [l for l in capsys.readouterr().out.splitlines() if metrics.parse_progress(l)]

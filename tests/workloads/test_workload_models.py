@@ -5,18 +5,16 @@ from __future__ import annotations
 import time
 
 import pytest
-import torch
 
-import allreduce
-import gpt_ddp
-import harness
-import metrics
-import recsys_ddp
-import resnet_ddp
+# torch, and the workloads that import it, are imported by the tests that use them, not at
+# collection: importing torch costs every test worker seconds, in the fast lane too
 
 
 @pytest.mark.slow
 def test_resnet50_has_torchvisions_parameter_count():
+    import resnet_ddp
+    import torch
+
     with torch.device("meta"):
         assert sum(p.numel() for p in resnet_ddp.ResNet(50).parameters()) == 25_557_032
         assert sum(p.numel() for p in resnet_ddp.ResNet(18).parameters()) == 11_689_512
@@ -24,6 +22,10 @@ def test_resnet50_has_torchvisions_parameter_count():
 
 @pytest.mark.slow
 def test_gpt2_small_parameter_count_and_flops():
+    import gpt_ddp
+    import metrics
+    import torch
+
     with torch.device("meta"):
         model = gpt_ddp.GPT(gpt_ddp.GPTConfig())
     assert model.num_params() == 123_587_328  # the hand count in test_workload_metrics
@@ -33,6 +35,9 @@ def test_gpt2_small_parameter_count_and_flops():
 
 @pytest.mark.slow
 def test_tiny_gpt_trains_on_cpu():
+    import gpt_ddp
+    import torch
+
     torch.manual_seed(0)
     cfg = gpt_ddp.GPTConfig(block_size=16, vocab_size=64, n_layer=1, n_head=2, n_embd=16)
     model = gpt_ddp.GPT(cfg)
@@ -45,6 +50,8 @@ def test_tiny_gpt_trains_on_cpu():
 
 @pytest.mark.slow
 def test_movielens_csv_dat_and_directory(tmp_path):
+    import recsys_ddp
+
     csv = tmp_path / "ratings.csv"
     csv.write_text("userId,movieId,rating,timestamp\n1,10,4.0,1\n1,30,3.5,2\n7,10,5.0,3\n")
     data = recsys_ddp.load_ratings(str(tmp_path))
@@ -61,6 +68,7 @@ def test_movielens_csv_dat_and_directory(tmp_path):
 
 
 def test_movielens_bad_input_is_a_data_error(tmp_path):
+    import recsys_ddp
     import pytest
 
     for path in (tmp_path / "absent", tmp_path):
@@ -73,6 +81,8 @@ def test_movielens_bad_input_is_a_data_error(tmp_path):
 
 @pytest.mark.slow
 def test_synthetic_movielens_shape():
+    import recsys_ddp
+
     data = recsys_ddp.synthetic_ratings("ml-latest-small", seed=0)
     assert (data.n_users, data.n_movies, len(data)) == (610, 9_742, 100_836)
     assert data.users.max() < 610 and data.movies.max() < 9_742
@@ -80,6 +90,8 @@ def test_synthetic_movielens_shape():
 
 
 def test_allreduce_sizes_double_and_respect_the_caps():
+    import allreduce
+
     assert allreduce.message_sizes(1024, 8192, 1 << 40) == [1024, 2048, 4096, 8192]
     assert allreduce.message_sizes(1024, 1 << 30, 5000) == [1024, 2048, 4096]
     sizes = allreduce.message_sizes(1 << 10, 1 << 30, 1 << 40)
@@ -87,6 +99,8 @@ def test_allreduce_sizes_double_and_respect_the_caps():
 
 
 def test_gpu_monitor_mean_and_peak_from_samples():
+    import harness
+
     readings = iter([(50.0, 1e9, 100.0), (70.0, 3e9, None), (90.0, 2e9, 300.0)])
     monitor = harness.GpuMonitor(lambda: next(readings), "nvml", interval=0.0)
     for _ in range(3):
@@ -95,6 +109,8 @@ def test_gpu_monitor_mean_and_peak_from_samples():
 
 
 def test_gpu_monitor_thread_samples_until_stopped():
+    import harness
+
     monitor = harness.GpuMonitor(lambda: (1.0, 2.0, 3.0), "nvml", interval=0.001)
     monitor.start()
     deadline = time.monotonic() + 10.0
@@ -110,6 +126,9 @@ def test_gpu_monitor_thread_samples_until_stopped():
 
 
 def test_gpu_monitor_is_off_without_a_gpu():
+    import harness
+    import torch
+
     monitor = harness.GpuMonitor.for_device(torch.device("cpu"))
     monitor.start()
     monitor.stop()
