@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 MAX_HOSTS = 16          # machines of one bench (--parallel: hosts.MAX_PARALLEL at once)
 
 
+# A replacement machine may cost this share more an hour than the plan's without asking.
+REPLACEMENT_MARGIN = 0.10
+
+
 @dataclass
 class BenchPlan:
     """What plan_bench decided, for the user to confirm and bench to follow."""
@@ -33,6 +37,16 @@ class BenchPlan:
     budget: float | None
     hosts: int = 1
     forecast: "Forecast | None" = None    # each run's predicted seconds on the plan's offer
+    max_price: float | None = None        # --max-price
+
+    @property
+    def replacement_ceiling(self) -> float:
+        """The most a machine that replaces one that never booted or failed preflight may
+        cost an hour without asking: --max-price, else the plan's price plus a tenth. The
+        question states it, so that --yes agrees to it."""
+        if self.max_price is not None:
+            return self.max_price
+        return round(self.highest_price * (1 + REPLACEMENT_MARGIN), 2)
 
     @property
     def total_dollars(self) -> float:
@@ -63,11 +77,12 @@ class BenchPlan:
         best = self.offers[0]
         if self.hosts == 1:
             return (f"{best.gpu_count}x {best.gpu_name} at {format_dollars(best.price_per_hour)}/h: "
-                    f"{self.estimate.describe()}; it {stops_itself(self.max_hours)}{budget_note(self.budget)}")
+                    f"{self.estimate.describe()}; it {stops_itself(self.max_hours)}{budget_note(self.budget)}"
+                    f"; a replacement up to {format_dollars(self.replacement_ceiling)}/h")
         return (f"{self.hosts} machines of {best.gpu_count}x {best.gpu_name} on distinct hosts, "
                 f"about {format_dollars(self.total_dollars)} for all {self.hosts}; each at "
                 f"{self._price_range()}/h: {self.estimate.describe()}; each {stops_itself(self.max_hours)}"
-                f"{budget_note(self.budget)}")
+                f"{budget_note(self.budget)}; a replacement up to {format_dollars(self.replacement_ceiling)}/h")
 
     def _price_range(self) -> str:
         low, high = self.offers[0].price_per_hour, self.highest_price
@@ -156,7 +171,7 @@ def machine_plan(req: BenchRequest, prov, offers: list, ceiling: float | None,
     max_hours = _deadline(req, one, hosts.for_all(one, req.hosts), req.hosts, ceiling if refuse else None)
     if not refuse and ceiling is not None and not req.max_hours:
         max_hours = one.default_max_hours(ceiling)
-    return BenchPlan(prov, offers, one, max_hours, ceiling, req.hosts, forecast)
+    return BenchPlan(prov, offers, one, max_hours, ceiling, req.hosts, forecast, req.max_price)
 
 
 def plan_cluster_bench(req: BenchRequest, nodes: list[int], provider=None) -> ClusterBenchPlan:
@@ -255,8 +270,6 @@ def plan_consent(req: BenchRequest, plan: BenchPlan, ask: "Ask | None" = None) -
     any at all, --any-gpu); any price up to --max-price."""
     from gpubench.lifecycle.consent import Agreed, Consent
 
-    ceiling = req.max_price
-    if plan.hosts > 1:
-        ceiling = max(ceiling or 0.0, plan.highest_price)
+    ceiling = max(req.max_price or 0.0, plan.replacement_ceiling)     # the question stated it
     agreed = Agreed.offer(plan.offers[0], any_gpu=req.any_gpu or bool(req.gpu_type), max_price=ceiling)
     return Consent(agreed, ask)

@@ -49,14 +49,15 @@ def test_the_confirmation_shows_price_times_expected_time(cloud, cli, tmp_path, 
     assert said[3] == "assumed"
 
 
-def test_under_yes_a_higher_price_stops_the_bench_in_one_line(cloud, cli, tmp_path):
+def test_under_yes_a_replacement_goes_up_to_the_stated_ceiling_and_no_further(cloud, cli, tmp_path):
     cloud.set_faults("vast:never-boots")
-    code, out, err = _bench(cli, tmp_path, "--yes")
+    code, out, err = _bench(cli, tmp_path, "--yes")      # the plan: $0.16/h, replacements up to $0.18
     assert code == 1
+    rows = Ledger().entries(include_done=True)
+    assert [(r.price_per_hour, r.status.value) for r in rows] == [(0.161, "terminated"), (0.1738, "terminated")]
     last = err.strip().splitlines()[-1]
-    assert last.startswith("error: nothing more rented: the next offer is 1x RTX 3090 (24 GB) at $0.17/h")
-    assert last.endswith("(a higher price); pass --max-price to allow it")
-    assert [r.status for r in Ledger().entries(include_done=True)] == ["terminated"]
+    assert last.startswith("error: nothing more rented: the next offer is 1x A10 (24 GB) at $0.25/h")
+    assert last.endswith("(another GPU type and a higher price); pass --any-gpu and --max-price to allow it")
 
 
 def test_under_yes_another_type_needs_any_gpu(cloud, cli, tmp_path):
@@ -83,9 +84,10 @@ def test_asked_at_the_terminal_and_declined(cloud, cli, tmp_path, monkeypatch):
     cloud.set_faults("vast:never-boots")
     code, out, err = _bench(cli, tmp_path)
     assert code == 1
+    assert "a replacement up to $0.18/h" in questions[0]      # what a yes agrees to
     assert questions[1] == ("1x RTX 3090 (24 GB) at $0.16/h did not work out. "
-                            "Rent 1x RTX 3090 (24 GB) at $0.17/h instead?")
-    assert err.strip().endswith("nothing more rented: 1x RTX 3090 (24 GB) at $0.17/h was declined")
+                            "Rent 1x A10 (24 GB) at $0.25/h instead?")
+    assert err.strip().endswith("nothing more rented: 1x A10 (24 GB) at $0.25/h was declined")
 
 
 def _host(oid: str, machine: int | None, price: float) -> Offer:
