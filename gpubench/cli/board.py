@@ -11,17 +11,16 @@ as they come. Safe to call from the machines' threads.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from gpubench.cli.progress import PLAIN_EVERY_S, REFRESH_PER_S, RunState, clock_text, status_line
+from gpubench.cli.progress import PLAIN_EVERY_S, LiveDisplay, REFRESH_PER_S, RunState, clock_text, status_line
 from gpubench.sweep.events import RunStarted, RunStep
 
 Echo = Callable[[str], None]
@@ -45,7 +44,7 @@ class Row:
         return clock_text(now - self.since), self.said
 
 
-class Board:
+class Board(LiveDisplay):
     """The bench's echo (`say`), each machine's (`echo_for(name)`), and the live rows."""
 
     def __init__(self, machines: list[tuple[str, str]], console: Console | None = None,
@@ -70,28 +69,7 @@ class Board:
             self._live.start()
         return self
 
-    def __exit__(self, *exc) -> None:
-        live, self._live = self._live, None
-        if live is not None:
-            live.stop()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """The board stopped while the user is asked something, then drawn again."""
-        live = self._live
-        if live is None:
-            yield
-            return
-        live.stop()
-        try:
-            yield
-        finally:
-            live.start()
-
     # ------------------------------------------------------------------ input
-    def __call__(self, line: str) -> None:
-        self.say(line)
-
     def say(self, line: str) -> None:
         """A line of the bench as a whole."""
         self._print(str(line))

@@ -95,7 +95,42 @@ def status_line(run: RunState, now: float, spent_s: float, named: bool = True) -
     return " · ".join(parts)
 
 
-class Progress:
+class LiveDisplay:
+    """What every live display does (the sweep's progress, the bench's board): stops
+    for a question and comes back, ends with its `with`, and is an echo (a callable of
+    one line). A subclass starts `_live` and says what a line does (`say`)."""
+
+    _live: Live | None = None
+
+    def say(self, line: str) -> None:
+        raise NotImplementedError
+
+    def __call__(self, line: str) -> None:
+        self.say(line)
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:  # outside any lock of ours: stopping renders once more
+            live.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The display stopped while the user is asked something, then resumed."""
+        live = self._live
+        if live is None:
+            yield
+            return
+        live.stop()
+        try:
+            yield
+        finally:
+            live.start()
+
+
+class Progress(LiveDisplay):
     """The command's echo, with a live display of its long waits (see the module).
 
     Use it as a context manager around the work; call it (or `say`) with each line.
@@ -124,31 +159,7 @@ class Progress:
             self._live.start()
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        live, self._live = self._live, None
-        if live is not None:  # outside our lock: stopping renders us once more
-            live.stop()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """The live display stopped while the user is asked something, then resumed."""
-        live = self._live
-        if live is None:
-            yield
-            return
-        live.stop()
-        try:
-            yield
-        finally:
-            live.start()
-
     # ------------------------------------------------------------------ input
-    def __call__(self, line: str) -> None:
-        self.say(line)
-
     def say(self, line: str) -> None:
         # The state changes under the lock; the printing comes after it, since rich's
         # Live holds its own lock while it asks for __rich__ (which takes ours).
