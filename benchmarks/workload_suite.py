@@ -72,11 +72,23 @@ REFERENCES = (
               "NVIDIA DeepLearningExamples RN50 v1.5 PyTorch, V100 16GB, FP32"),
     Reference("resnet-ddp", "images_per_s_per_gpu", r"V100", "fp16", 1200.0, "V100 AMP 1,200 img/s",
               "NVIDIA DeepLearningExamples RN50 v1.5 PyTorch, V100 16GB, AMP"),
+    # Lambda's deeplearning-benchmark v2 (NGC pytorch:24.10, NVIDIA DLE ResNet-50, synthetic
+    # data, AMP fp16, batch 1280 a GPU; pytorch-train-throughput-v2-fp16.csv, medians of the
+    # runs 2024-08 to 2025-12): 1x H100 SXM 2,790 img/s (39 runs), 1x H200 3,079. The H200 is
+    # the H100's chip with more and faster memory, so both figures are set beside an H200.
+    # v1 (fp32 with TF32, batch 640): 1x H100 SXM 1,753 img/s.
+    Reference("resnet-ddp", "images_per_s_per_gpu", r"H100.*(SXM|HBM3)|H200", "bf16", 2790.0,
+              "H100 SXM AMP 2,790 img/s", "Lambda deeplearning-benchmark v2, 1x H100 SXM, fp16 AMP, bs 1280"),
+    Reference("resnet-ddp", "images_per_s_per_gpu", r"H200", "bf16", 3079.0, "H200 AMP 3,079 img/s",
+              "Lambda deeplearning-benchmark v2, 1x H200, fp16 AMP, bs 1280"),
+    Reference("resnet-ddp", "images_per_s_per_gpu", r"H100.*(SXM|HBM3)|H200", "fp32", 1753.0,
+              "H100 SXM TF32 1,753 img/s", "Lambda deeplearning-benchmark v1, 1x H100 SXM, TF32, bs 640"),
     # nanoGPT README, "efficiency notes": bench.py (GPT-2 124M, 12 x 1024 tokens, bf16)
     # goes from ~250 ms/iter to 135 ms/iter with torch.compile, on the A100s the README's
     # runs use. 12*1024/0.135 = 91,022 tokens/s; x 854,770,176 FLOP/token (6N + 12LHQT)
     # = 77.8 TFLOP/s = 24.9% of the A100's 312 bf16 TFLOP/s.
-    Reference("gpt-ddp", "mfu", r"A100", "bf16", 0.249, "A100 bf16 MFU 24.9%",
+    # MFU is a share of each card's own peak, so it is set beside any GPU's.
+    Reference("gpt-ddp", "mfu", r".", "bf16", 0.249, "nanoGPT A100 bf16 MFU 24.9%",
               "nanoGPT README: bench.py 135 ms/iter compiled, A100, bf16 (MFU derived)"),
 )
 
@@ -96,6 +108,7 @@ def gpu_plan(gpus: int) -> list[tuple[str, list[int], list[str]]]:
     return [
         ("mnist-ddp", [1], []),  # one epoch
         ("resnet-ddp", [1], ["--steps", "50", "--warmup", "10"]),
+        ("resnet-ddp", [1], ["--steps", "30", "--warmup", "10", "--precision", "fp32"]),  # TF32 convolutions
         ("gpt-ddp", [1], ["--steps", "30", "--warmup", "5", "--compile"]),
         ("recsys-ddp", [1], ["--steps", "300"]),
         ("allreduce", [gpus], []),
@@ -115,8 +128,9 @@ def cpu_plan() -> list[tuple[str, list[int], list[str]]]:
     ]
 
 
-def precision_args(gpu_name: str, workload: str) -> list[str]:
-    if workload not in ("resnet-ddp", "gpt-ddp"):
+def precision_args(gpu_name: str, workload: str, given: list[str] = ()) -> list[str]:
+    """bf16 for the tensor-core workloads (fp16 on a T4 or V100), unless `given` names one."""
+    if workload not in ("resnet-ddp", "gpt-ddp") or "--precision" in given:
         return []
     return ["--precision", "fp16" if re.search(r"\bT4\b|V100", gpu_name.upper()) else "bf16"]
 
@@ -298,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         run_id = new_run_id()
         records: list[dict] = []
         for name, counts, extra in plan:
-            wargs = [*extra, *(precision_args(machine.gpu_name, name) if on_gpu else [])]
+            wargs = [*extra, *(precision_args(machine.gpu_name, name, extra) if on_gpu else [])]
             sweep = SweepPlan(suite.resolve(name), [SweepPoint(1, n) for n in counts], wargs, run_id, args.timeout,
                               invocation="benchmarks/workload_suite.py")
             records += run_sweep(launcher, sweep, store, lambda line: None)
