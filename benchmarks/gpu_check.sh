@@ -3,7 +3,7 @@
 # machine with Python, torch, pandas, rich, requests, tabulate, matplotlib, nvidia-ml-py
 # and lightning but no network:
 #
-#   bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M]
+#   bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M] [--only STEPS]
 #
 #   1. nvidia-smi and nvidia-smi -q saved; the preflight gate run against this card, every
 #      check's value and verdict (benchmarks/gpu_check_gate.py).
@@ -23,24 +23,32 @@
 # nvidia-smi-q.txt, command.txt, probe-facts.json, gate-checks.json, prediction.json,
 # device-ceilings.json, suite.txt, report.md. --archive FILE packs OUTDIR into FILE after
 # every step, so a run cut short still leaves what it did. No step stops the others;
-# each has its own time limit, within --minutes (default 7.5) in all.
+# each has its own time limit, within --minutes (default 7.5) in all. --only runs some
+# of them (comma-separated: install, gate, predict, run, suite, lightning, report); the
+# card's nvidia-smi is always saved.
 #
 # Without a GPU every step runs in its CPU form (tiny sizes, gloo): a check of this
 # script and of the plumbing, not a figure.
 set -uo pipefail
 
-usage="usage: bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M]"
+usage="usage: bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M] [--only STEPS]"
+all_steps=install,gate,predict,run,suite,lightning,report
 out=${1:?$usage}
 shift
-wheels="" archive="" minutes=7.5
+wheels="" archive="" minutes=7.5 only=$all_steps
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) wheels=$(cd "${2:?$usage}" && pwd) || exit 2; shift 2 ;;
         --archive) archive=${2:?$usage}; shift 2 ;;
         --minutes) minutes=${2:?$usage}; shift 2 ;;
+        --only) only=${2:?$usage}; shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
+for s in ${only//,/ }; do
+    [[ ",$all_steps," == *",$s,"* ]] || { echo "--only: '$s' is not one of $all_steps" >&2; exit 2; }
+done
+wanted() { [[ ",$only," == *",$1,"* ]]; }
 python=${PYTHON:-python3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -67,6 +75,7 @@ pack() {
 step() {
     local name=$1 limit=$2 left rc started=$SECONDS
     shift 2
+    wanted "${name%%-*}" || return 0
     left=$(( deadline - SECONDS ))
     [ "$left" -lt "$limit" ] && limit=$left
     if [ "$limit" -lt 5 ]; then
@@ -141,7 +150,7 @@ mnist_args=()
 mkdir -p "$work/run"
 (cd "$work/run" && step run-mnist 150 gpubench run mnist-ddp --gpus 1 --repeat 1 --results "$results" \
     --quiet "${mnist_args[@]}")
-step report-mnist 40 gpubench report --results "$results" --workload mnist-ddp
+step run-report 40 gpubench report --results "$results" --workload mnist-ddp
 
 # -- 4. the suite at real sizes (leaving time for the Lightning example) ---------------
 suite_limit=$(( deadline - SECONDS - 75 ))

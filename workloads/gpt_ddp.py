@@ -235,6 +235,8 @@ def run(workload: str, argv: list[str] | None,
                    "steps_per_epoch": steps_per_epoch, "epochs": steps / steps_per_epoch,
                    "tf32": args.tf32, "flops_per_token": flops_per_token, "size": size,
                    "flops_formula": "6*N + 12*L*H*Q*T (PaLM appendix B, nanoGPT estimate_mfu)",
+                   "train_state_bytes_per_process": int(harness.max_across_ranks(
+                       harness.train_state_bytes(trainer.wrapped.model, trainer.optimizer), ctx.device)),
                    **trainer.wrapped.fields},
         )
         tokens_per_s = record["throughput"] or 0.0

@@ -352,8 +352,23 @@ def local_param_bytes(model: torch.nn.Module | None) -> int | None:
     without a model."""
     if model is None:
         return None
-    held = (p.to_local() if hasattr(p, "to_local") else p for p in model.parameters())
-    return sum(t.numel() * t.element_size() for t in held)
+    return sum(t.numel() * t.element_size() for t in map(_held, model.parameters()))
+
+
+def _held(t: torch.Tensor) -> torch.Tensor:
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def train_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
+    """Bytes of what training keeps from step to step in this process: the parameters
+    and their gradients (local shards under FSDP2) and the optimizer's states (AdamW's
+    two moments and its step counters): the static part the memory model predicts
+    (gpubench/predict/memory.py), with no activation or buffer of a step in it."""
+    tensors = [_held(p) for p in model.parameters()]
+    tensors += [_held(p.grad) for p in model.parameters() if p.grad is not None]
+    tensors += [_held(v) for state in optimizer.state.values() for v in state.values()
+                if isinstance(v, torch.Tensor)]
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def sharding_of(model: torch.nn.Module | None) -> str | None:

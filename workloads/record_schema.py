@@ -284,6 +284,9 @@ FIELDS: tuple[Field, ...] = (
     F("param_bytes_per_process", int, "bytes", "bytes of parameters one process holds (its "
       "FSDP shards; a DDP replica whole), the largest over the ranks; null without a model",
       WORKLOAD),
+    F("train_state_bytes_per_process", int, "bytes", "bytes one process keeps from step to "
+      "step after the measured steps: parameters, gradients and optimizer states (its FSDP "
+      "shards), the largest over the ranks; the static part of the memory model", WORKLOAD),
     F("gpu_sampling", str, "", "how the GPU was sampled (nvml, nvidia-smi) or 'off: why'", BOTH),
     F("gpu_samples", int, "samples", "GPU samples taken, on the rank that took fewest", BOTH),
     F("gpu_util_pct_mean", float, "%", "GPU utilisation, mean over samples and GPUs", BOTH),
@@ -385,6 +388,9 @@ FIELDS: tuple[Field, ...] = (
     F("comm_settings", list, "", "per node: the NCCL_*/GLOO_* variables in force, its address, "
       "and what chose the interface (the route to the head's address, or the machine's own "
       "environment)", LAUNCHER),
+    F("socket_ifname", str, "", "the interface NCCL (else gloo) binds to on the nodes, as in "
+      "force: one name where they agree (ens1 on a RunPod Instant Cluster), else each node's",
+      LAUNCHER),
     F("interconnect", list, "", "per node: nvidia-smi topo -m and ibstat as the machine prints "
       "them, 'absent' where it has no such tool", LAUNCHER),
     F("rank0_node", int, "", "the node rank 0 ran on (torch's rendezvous gives the ranks out), "

@@ -50,10 +50,11 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     and say which is cheapest, fastest, and cheapest within --deadline."""
     from gpubench.launch.points import parse_counts
     from gpubench.lifecycle.budget import check_budget
-    from gpubench.predict.advise import advice, cheapest_of_each, configs, mark_pareto, predict, ranked
+    from gpubench.predict.advise import (advice, cheapest_of_each, configs, fsdp_where_ddp_cannot_fit,
+                                         mark_pareto, predict, ranked)
     from gpubench.predict.records import records_for_prediction
-    from gpubench.predict.subject import suite_subject, work_for
-    from gpubench.predict.words import COLUMNS, advice_sentence, prediction_row
+    from gpubench.predict.subject import sharded_subject, suite_subject, work_for
+    from gpubench.predict.words import COLUMNS, STRATEGY_COLUMN, advice_sentence, prediction_row
 
     check_format(fmt, ("table", "csv", "json", "markdown"))
     if sort not in SORTS:
@@ -74,8 +75,10 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
                                        if max_price is None or c.price_per_hour <= max_price])
     if not chosen:
         raise UsageError("no offer fits: " + _none_fit(counts, node_counts, max_price))
-    predictions = ranked(mark_pareto([predict(subject, c, records, work) for c in chosen]),
-                         SORTS[sort])
+    predictions = [predict(subject, c, records, work) for c in chosen]
+    twin = sharded_subject(subject, records)
+    sharded = fsdp_where_ddp_cannot_fit(predictions, twin, records, work)
+    predictions = ranked(mark_pareto(predictions + sharded), SORTS[sort])
     a = advice(predictions, deadline_s, budget)
     rows = [prediction_row(p, i + 1) for i, p in enumerate(predictions)]
     if fmt == "json":
@@ -85,6 +88,8 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
         return
     shown = rows if fmt == "csv" or limit == 0 else rows[:limit or ROWS_SHOWN]
     columns = COLUMNS if fmt in ("table", "markdown") else [(k, k) for k in rows[0] if k.endswith("_text") is False]
+    if sharded and fmt in ("table", "markdown"):
+        columns = columns[:5] + [STRATEGY_COLUMN] + columns[5:]
     out(render_rows(shown, columns, fmt, title=f"{subject.workload}: {work.what}, predicted",
                     keep=["gpu", "gpus", "cost", "time"], fit=table_fit(wide, None)))
     if len(shown) < len(rows):
@@ -93,6 +98,9 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
         err(f"{folded} dearer offer(s) of a GPU type and size already listed are left out")
     for line in left_out_lines(predictions):
         err(line)
+    if sharded:
+        err(f"strategy FSDP: the same model as {twin.workload}, on the {len(sharded)} configuration(s) "
+            f"where DDP cannot hold it")
     out(advice_sentence(a, work))
 
 

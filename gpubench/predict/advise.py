@@ -84,6 +84,7 @@ class Prediction:
     bound_by: str = ""
     left_out: str | None = None  # why there is no figure
     pareto: bool = False
+    strategy: str = "DDP"        # the subject's: "DDP", or "FSDP" (sharded)
 
     @property
     def has_figure(self) -> bool:
@@ -119,6 +120,11 @@ def cheapest_of_each(configs_: list[Config]) -> tuple[list[Config], int]:
 def predict(subject: Subject, config: Config, records: list[dict], work: Work,
             measured_link_mbit_s: float | None = None) -> Prediction:
     """One configuration's prediction, or a Prediction saying why there is none."""
+    return replace(_predict(subject, config, records, work, measured_link_mbit_s), strategy=subject.strategy)
+
+
+def _predict(subject: Subject, config: Config, records: list[dict], work: Work,
+             measured_link_mbit_s: float | None) -> Prediction:
     gpu, memory = config.offer.gpu_name, offer_vram_gb(config.offer)
     too_big = does_not_fit(subject, config.gpus, memory)
     if too_big:
@@ -161,6 +167,18 @@ def does_not_fit(subject: Subject, gpus: int, card_gb: float | None) -> str | No
             reason += (f"; FSDP over {gpus} GPUs would need about {say_gb(sharded.static_bytes)} "
                        f"a GPU plus activations (gpt-fsdp)")
     return reason
+
+
+def fsdp_where_ddp_cannot_fit(predictions: list[Prediction], sharded: Subject | None,
+                              records: list[dict], work: Work) -> list[Prediction]:
+    """The configurations on which the model cannot train under DDP, predicted again under
+    FSDP (`sharded`: the same model, sharded), where it fits there: what a user whose
+    model outgrew a card can rent instead."""
+    if sharded is None:
+        return []
+    again = [predict(sharded, p.config, records, work)
+             for p in predictions if p.basis == NO_FIT and p.strategy == "DDP"]
+    return [p for p in again if p.has_figure]
 
 
 def weakest(figures: list[Figure]) -> str:

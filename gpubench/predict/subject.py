@@ -12,6 +12,7 @@ from gpubench.predict.model import MEASURED, Figure
 from gpubench.predict.workload_profiles import profile_for
 
 FSDP_WORKLOADS = {"gpt-fsdp"}
+SHARDED_TWIN = {"gpt-ddp": "gpt-fsdp"}     # the same model and flags, trained under FSDP
 
 
 class NoSubject(UsageError):
@@ -37,12 +38,12 @@ def suite_subject(workload: str, args: tuple, records: list[dict]) -> Subject:
     if profile is not None:
         memory = (dict(shape=gpt_size.shape(size), activations=gpt_size.activations(size))
                   if size is not None else dict(shape=ModelShape(profile.params)))
+        strategy = "FSDP" if workload in FSDP_WORKLOADS else "DDP"
         return Subject(workload, args, precision, profile.unit + "/s",
                        profile.work_per_gpu_step or profile.batch_per_gpu,
-                       Figure(float(profile.grad_bytes), MEASURED,
-                              f"{profile.grad_bytes / 1e6:,.1f} MB of gradients, {profile.source}"),
+                       _traffic(profile, strategy, memory.get("shape")),
                        profile, published_ok=published_ok, memory_batch=profile.batch_per_gpu,
-                       strategy="FSDP" if workload in FSDP_WORKLOADS else "DDP", **memory)
+                       strategy=strategy, **memory)
     for r in records:     # another size: what a record of it says
         if (r.get("workload") == workload and tuple(r.get("workload_args") or ()) == args
                 and isinstance(r.get("grad_bytes"), int) and isinstance(r.get("batch_per_gpu"), int)):
@@ -53,6 +54,33 @@ def suite_subject(workload: str, args: tuple, records: list[dict]) -> Subject:
     shown = " ".join(args) or "its defaults"
     raise NoSubject(f"{workload} {shown}: no profile at these arguments and no record of them "
                     f"(run it once, e.g. `gpubench run {workload} --gpus 1 {shown}`)")
+
+
+def _traffic(profile, strategy: str, shape: ModelShape | None) -> Figure:
+    """What a step sends, as the gradient bytes of DDP's ring all-reduce (2 (N-1)/N of
+    them). FSDP sends (N-1)/N of: the parameters gathered twice (forward, and backward
+    again) at the compute precision, and the fp32 gradients reduce-scattered; in bf16
+    that is as much as DDP (2 x 2 + 4 = 2 x 4 bytes a parameter), in fp32 half as much
+    again (4 + 4 + 4)."""
+    grads = float(profile.grad_bytes)
+    source = f"{grads / 1e6:,.1f} MB of gradients, {profile.source}"
+    if strategy != "FSDP" or shape is None:
+        return Figure(grads, MEASURED, source)
+    sent = (2 * shape.params * shape.compute_bytes + grads) / 2
+    return Figure(sent, MEASURED, f"{source}; under FSDP as {sent / 1e6:,.1f} MB of DDP's all-reduce "
+                                  f"(2 all-gathers of {shape.compute_bytes:g}-byte parameters, "
+                                  f"1 reduce-scatter of fp32 gradients)")
+
+
+def sharded_subject(subject: Subject, records: list[dict]) -> Subject | None:
+    """The same model under FSDP, where the suite has it (gpt-ddp -> gpt-fsdp); else None."""
+    twin = SHARDED_TWIN.get(subject.workload)
+    if twin is None:
+        return None
+    try:
+        return suite_subject(twin, subject.args, records)
+    except NoSubject:
+        return None
 
 
 def work_for(subject: Subject, epochs: float | None, samples: float | None) -> Work:

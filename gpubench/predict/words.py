@@ -10,6 +10,7 @@ COLUMNS = [("rank", "#"), ("provider", "provider"), ("gpu", "gpu"), ("gpus", "gp
            ("nodes", "nodes"), ("price_per_hour", "$/h"), ("throughput_text", "predicted"),
            ("time_text", "time"), ("cost_text", "cost"), ("speedup", "speedup"),
            ("efficiency", "eff"), ("basis", "basis"), ("pareto_mark", "front")]
+STRATEGY_COLUMN = ("strategy", "strategy")     # shown where the table mixes DDP and FSDP rows
 
 
 def say_duration(seconds: float) -> str:
@@ -34,7 +35,8 @@ def prediction_row(p: Prediction, rank: int | None = None) -> dict:
            "throughput": p.throughput, "uncertainty": round(p.uncertainty, 3),
            "seconds": p.seconds, "dollars": p.dollars, "speedup": _round(p.speedup),
            "efficiency": _round(p.efficiency), "basis": p.basis, "bound_by": p.bound_by or None,
-           "pareto": p.pareto, "sources": list(p.sources), "left_out": p.left_out}
+           "pareto": p.pareto, "sources": list(p.sources), "left_out": p.left_out,
+           "strategy": p.strategy}
     if p.has_figure:
         # The time is inversely proportional to throughput: its range is 1/(1±u).
         u = p.uncertainty
@@ -53,7 +55,8 @@ def _round(value: float | None) -> float | None:
 
 
 def _one(p: Prediction, work: Work) -> str:
-    return (f"{p.config.label} at {format_dollars(p.config.price_per_hour)}/h: about "
+    under = " under FSDP" if p.strategy == "FSDP" else ""
+    return (f"{p.config.label}{under} at {format_dollars(p.config.price_per_hour)}/h: about "
             f"{say_duration(p.seconds)} and {format_dollars(p.dollars)} for {work.what} ({p.basis})")
 
 

@@ -106,3 +106,23 @@ def test_cards_too_small_for_the_model_are_left_out_in_one_line_each(cloud, cli,
     assert ("left out: RTX 4090 at 1 GPU: 1.3B with AdamW under DDP needs about 21 GB a GPU plus "
             "activations; this card has 24 GB: not even the model fits") in err.splitlines()
     assert "H100 SXM" in out                     # 80 GB cards fit, and are ranked
+
+
+def test_a_model_past_a_cards_memory_gets_fsdp_rows_where_it_fits_there(cloud, cli, tmp_path):
+    """1.3B with AdamW under DDP needs about 21 GB a GPU before activations: a 24 GB card is
+    left out under DDP at every count, and where the offers give several such cards the
+    same model sharded (gpt-fsdp) is predicted instead, said in the strategy column."""
+    code, out, err = cli("advise", "gpt-ddp", "--gpus", "1,2,4,8", "--limit", "0", "--results", str(tmp_path),
+                         "--format", "json", "--", "--params", "1.3B", "--precision", "bf16",
+                         "--batch-size", "1")
+    assert code == 0, err
+    rows = json.loads(out)["predictions"]
+    fsdp = [r for r in rows if r["strategy"] == "FSDP"]
+    assert fsdp and all(r["throughput"] and r["gpus"] > 1 for r in fsdp)
+    ddp_left_out = {(r["gpu"], r["gpus"]) for r in rows if r["strategy"] == "DDP" and r["left_out"]}
+    assert {(r["gpu"], r["gpus"]) for r in fsdp} <= ddp_left_out    # only where DDP cannot hold it
+    code, table, err = cli("advise", "gpt-ddp", "--gpus", "1,2,4,8", "--limit", "0", "--results", str(tmp_path),
+                           "--", "--params", "1.3B", "--precision", "bf16", "--batch-size", "1")
+    assert code == 0, err
+    assert "strategy" in table.splitlines()[1] and "FSDP" in table
+    assert "strategy FSDP: the same model as gpt-fsdp" in err

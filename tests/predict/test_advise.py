@@ -186,3 +186,28 @@ def test_gpt_fsdp_fits_where_ddp_does_not_once_it_is_sharded_over_enough_gpus():
     checkpointed = suite_subject("gpt-fsdp", args + ("--activation-checkpointing",), [])
     assert checkpointed.activations.value < subject.activations.value / 5
     assert checkpointed.profile.flops_per_sample == pytest.approx(subject.profile.flops_per_sample * 4 / 3)
+
+
+def test_fsdp_sends_what_ddp_sends_in_bf16_and_half_as_much_again_in_fp32():
+    """Two all-gathers of the parameters at the compute precision and one reduce-scatter
+    of fp32 gradients, against DDP's all-reduce of the fp32 gradients (2 x 4 bytes)."""
+    bf16 = ("--params", "1.3B", "--precision", "bf16")
+    ddp, fsdp = suite_subject("gpt-ddp", bf16, []), suite_subject("gpt-fsdp", bf16, [])
+    assert fsdp.grad_bytes.value == pytest.approx(ddp.grad_bytes.value)
+    fp32 = ("--params", "1.3B", "--precision", "fp32")
+    assert suite_subject("gpt-fsdp", fp32, []).grad_bytes.value == pytest.approx(
+        1.5 * suite_subject("gpt-ddp", fp32, []).grad_bytes.value)
+
+
+def test_where_ddp_cannot_fit_the_same_model_is_predicted_under_fsdp():
+    from gpubench.predict.advise import fsdp_where_ddp_cannot_fit
+    from gpubench.predict.subject import sharded_subject
+
+    subject = suite_subject("gpt-ddp", GPT_1_3B + ("--batch-size", "1"), [])
+    one, eight = (predict(subject, Config(offer("RTX 4090", n, vram_gb=24), n, 1, 0.4 * n), [], EPOCH)
+                  for n in (1, 8))
+    h100 = predict(subject, Config(offer("H100 SXM"), 1, 1, 2.5), [], EPOCH)
+    again = fsdp_where_ddp_cannot_fit([one, eight, h100], sharded_subject(subject, []), [], EPOCH)
+    assert [(p.strategy, p.config.gpus) for p in again] == [("FSDP", 8)]   # 1 GPU: nothing to shard over
+    assert again[0].has_figure and eight.strategy == "DDP"
+    assert sharded_subject(suite_subject("resnet-ddp", (), []), []) is None

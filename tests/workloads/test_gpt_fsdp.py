@@ -52,3 +52,8 @@ def test_sharded_at_one_and_two_processes(sweep):
     one, two = (r["param_bytes_per_process"] for r in records)
     assert one == 4 * TINY_PARAMS  # fp32 shards: the whole model at 1 process
     assert two == pytest.approx(one / 2, rel=0.03)  # half at 2 (padding aside)
+    # what is kept between steps: fp32 parameters, gradients and AdamW's two moments, as the
+    # memory model counts them (16 bytes a parameter, sharded), besides AdamW's step counters
+    kept = [r["train_state_bytes_per_process"] for r in records]
+    assert kept[0] == pytest.approx(16 * TINY_PARAMS, rel=0.01)
+    assert kept[1] == pytest.approx(kept[0] / 2, rel=0.03)

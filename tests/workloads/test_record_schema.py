@@ -100,6 +100,7 @@ def test_the_harness_writes_the_workloads_fields(world_of_one):
     assert record_schema.type_problems(record) == []
     only_some_runs = {"peak_memory_bytes", "profile_dir", "cudnn_benchmark",  # CUDA, --profile, fixed shapes
                       "size",  # the workloads whose default size depends on the device
+                      "train_state_bytes_per_process",  # a GPT with its optimizer
                       "peak_busbw", "peak_busbw_size", "peak_algbw", "max_bytes",  # a bandwidth test
                       "largest_size_busbw", "largest_size_algbw"}
     assert set(record_schema.names(WORKLOAD)) - set(record) == only_some_runs

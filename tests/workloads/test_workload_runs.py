@@ -70,6 +70,7 @@ def test_gpt(sweep):
         assert r["mfu"] is None and r["peak_tflops_per_gpu"] is None  # no peak for a CPU
         # memory as gpt-fsdp records it (tests/workloads/test_gpt_fsdp.py): a whole replica each
         assert r["sharding"] == "DDP (replicated)" and r["param_bytes_per_process"] == r["grad_bytes"]
+        assert r["train_state_bytes_per_process"] == pytest.approx(4 * r["grad_bytes"], rel=0.01)
         assert r["peak_memory_kind"] == "process peak RSS (CPU)" and r["process_peak_rss_bytes"] > 0
 
 
