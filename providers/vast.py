@@ -12,7 +12,9 @@ Facts that shape this adapter:
 - extra ports are asked for in the create's `env` as docker flags ({"-p 10022:10022": "1"},
   as the official CLI sends them) and come back in `ports` beside 22/tcp;
 - billed cost: GET /api/v0/charges/ (`vastai show invoices-v1 --charges`), one entry per
-  instance, `source` "instance-<id>", amounts in dollars.
+  instance, `source` "instance-<id>", amounts in dollars;
+- an offer's machine may belong to a physical cluster (`cluster_id`), whose machines an
+  overlay network joins privately (vast_overlays.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from gpubench.providers.common import (Account, AuthError, CapacityError, Instan
                                        SshKeyRef, TransportError, key_body, provider_name)
 from gpubench.providers.gpus import normalize_gpu_name
 from gpubench.providers.http import ANSWER_ERRORS, HttpClient, HttpSettings, checked_answers, strip_suffix
+from gpubench.providers.vast_overlays import VastOverlays
 
 NAME = "vast"
 DEFAULT_URL = "https://console.vast.ai"
@@ -68,7 +71,7 @@ def connect(api_key: str, base_url: str = DEFAULT_URL,
 
 
 @checked_answers
-class Vast:
+class Vast(VastOverlays):
     name = NAME
     default_user = "root"
     account: Account | None = None   # set by registry.get
@@ -266,8 +269,10 @@ def _host_figures(row: dict) -> dict:
     # Older answers carry only reliability2 (the same score, the name the CLI's search uses).
     reliability = row.get("reliability")
     extra["reliability"] = _figure(reliability if reliability is not None else row.get("reliability2"))
-    for name in ("machine_id", "host_id"):
-        extra[name] = row.get(name) if isinstance(row.get(name), (int, str)) else None
+    # cluster_id: the physical cluster the machine is in, whose machines an overlay joins
+    for name in ("machine_id", "host_id", "cluster_id"):
+        value = row.get(name)
+        extra[name] = value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
     return {k: v for k, v in extra.items() if v is not None}
 
 

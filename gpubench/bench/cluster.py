@@ -57,7 +57,7 @@ def _rent_and_sweep(req: BenchRequest, plan: ClusterBenchPlan, store: ResultsSto
     result.instance_id = head.instance_id
     echo(f"cluster {outcome.name} ready in {outcome.seconds_to_ready:.1f}s: "
          + ", ".join(f"{m.name} ({req.provider} {m.instance_id})" for m in outcome.members))
-    echo(network_line(req.provider, outcome.hosts))
+    echo(network_line(req.provider, outcome.hosts, outcome.overlay))
     spending = spending_for(ledger, head.row_id,
                             plan.budget / plan.size if plan.budget is not None else None)
     store = WithPredictions(store, place.offers[0])

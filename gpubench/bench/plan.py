@@ -183,7 +183,8 @@ def plan_cluster_bench(req: BenchRequest, nodes: list[int], provider=None) -> Cl
     check_nodes(nodes, req.hosts)
     ceiling = _checkedbudget_note(req)
     size = max(nodes)
-    creq = ClusterRequest(provision_request(req, req.name), size)
+    creq = ClusterRequest(provision_request(req, req.name), size, private_network=True,
+                          public_network=req.public_network)
     prov, place = connect_and_place(creq, provider)
     points = planned_points(place.gpu_count or req.gpus, req, nodes)
     forecast = forecaster(req, place.offers[0])

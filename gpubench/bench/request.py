@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from gpubench.suite import WorkloadRef
 
@@ -37,6 +38,8 @@ class BenchRequest:
     per_workload_args: dict[str, list[str]] = field(default_factory=dict)  # --args NAME="ARGS"
     any_gpu: bool = False             # --any-gpu: another GPU type may replace one that never boots
     results: Path | None = None       # the results directory: the records predictions read
+    ask: Callable[[str], bool] | None = None  # a yes/no question mid-bench; None: --yes agreed to all
+    public_network: bool = False      # --nodes: the public internet where no physical cluster fits
 
 
 @dataclass

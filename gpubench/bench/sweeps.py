@@ -29,7 +29,7 @@ def sweep_on(target, points_for: PointsFor, req: BenchRequest, store: ResultsSto
     with open_launcher(target, options) as opened:
         launcher = opened if spending is None else Budgeted(opened, spending, forecast)
         machine = launcher.machine()
-        points = points_for(machine)
+        points = _link_checked(opened, machine, points_for(machine), req, echo)
         for workload in req.workloads:
             run_plan = SweepPlan(workload, list(points),
                                  args_for(workload, req.workload_args, req.per_workload_args), new_run_id(),
@@ -42,6 +42,23 @@ def sweep_on(target, points_for: PointsFor, req: BenchRequest, store: ResultsSto
                 result.budget_stop = str(e)
                 echo(f"{e}; tearing down")
                 return
+
+
+def _link_checked(launcher, machine, points, req: BenchRequest, echo: Echo):
+    """The points to run on a cluster once the link measured between its members has been
+    put through the performance model (gpubench.sweep.link_check); asked where more nodes
+    are predicted slower than one (a bench without a question to ask was agreed to with --yes)."""
+    from gpubench.launch.cluster import ClusterLauncher
+    from gpubench.predict.records import records_for_prediction
+    from gpubench.suite import args_for
+    from gpubench.sweep import link_check
+
+    if not isinstance(launcher, ClusterLauncher):
+        return points
+    records = records_for_prediction(req.results)[0]
+    workloads = [(w.name, args_for(w, req.workload_args, req.per_workload_args)) for w in req.workloads]
+    checked = link_check.check(launcher.cluster, machine, points, workloads, records)
+    return link_check.settle(checked, points, req.ask is None, req.ask, echo)
 
 
 def spending_for(ledger, row_id: int, budget: float | None):

@@ -11,7 +11,7 @@ from gpubench.cli.confirm import ask, confirm_or_stop
 from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt, DocumentFormatOpt, ForceOpt,
                                   GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
                                   NoPreflightOpt, ProviderArg, QuietOpt, RemotePythonOpt, RepeatOpt, ResultsOpt,
-                                  RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
+                                  PublicNetworkOpt, RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.render import err
 from gpubench.cli.completion import workload_arg_names, workload_list
@@ -54,6 +54,7 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
           max_hours: MaxHoursOpt = None, budget: BudgetOpt = None, no_preflight: NoPreflightOpt = False,
           repeat: RepeatOpt = None, hosts: HostsOpt = 1, nodes: ClusterNodesOpt = None,
           parallel: ParallelOpt = False, candidates: CandidatesOpt = None, fmt: DocumentFormatOpt = "table",
+          public_network: PublicNetworkOpt = False,
           quiet: QuietOpt = False) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it.
     PROVIDER all (or lambda,vast) with --candidates K: the K offers most worth measuring
@@ -82,7 +83,7 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
                        boot_timeout=boot_timeout, ssh_timeout=ssh_timeout, max_hours=max_hours,
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
                        parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu,
-                       results=store.directory)
+                       results=store.directory, public_network=public_network)
     if is_across(provider, candidates):
         check_flags(hosts, nodes, parallel, keep)
         return bench_across_cli(output, req, provider, candidates, yes, quiet, store, refs)
@@ -97,6 +98,7 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
                         "terminated at the end unless --keep)?",
                         "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
     with progress_for(output.as_json, quiet) as say:
+        req.ask = None if yes else _asking(output, say)   # mid-bench questions (a slow link)
         result = (bench_cluster(req, plan, store, say) if nodes is not None
                   else run_bench(req, store, say, plan=plan, ask=None if yes else _asking(output, say)))
     _report(output, store, refs, result)

@@ -164,3 +164,6 @@ DocumentFormatOpt = Annotated[str, typer.Option("--format", help=DOCUMENT_FORMAT
 # Live progress (cli/progress.py).
 QUIET_HELP = "Plain lines instead of the live progress display, and no step lines."
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)]
+PublicNetworkOpt = Annotated[bool, typer.Option(
+    "--public-network", help="With --nodes: where no physical cluster holds the machines (Vast.ai "
+                             "overlay networks), join separate machines over the public internet.")]

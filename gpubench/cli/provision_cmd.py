@@ -10,7 +10,7 @@ import typer
 from gpubench.cli.confirm import ask, confirm_or_stop, rent_question
 from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, DiskOpt, DocumentFormatOpt,
                                   GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
-                                  PreflightOpt, ProviderArg, RegionOpt, SshTimeoutOpt, YesOpt)
+                                  PreflightOpt, ProviderArg, PublicNetworkOpt, RegionOpt, SshTimeoutOpt, YesOpt)
 from gpubench.cli.output import Output, entry_document, offer_document, output_for
 from gpubench.cli.render import err, format_dollars
 from gpubench.cli.settings import flags_or_defaults
@@ -43,6 +43,7 @@ def provision(
     max_hours: MaxHoursOpt = None,
     preflight: PreflightOpt = False,
     nodes: NodesOpt = None,
+    public_network: PublicNetworkOpt = False,
     any_gpu: AnyGpuOpt = False,
     fmt: DocumentFormatOpt = "table",
 ) -> None:
@@ -62,7 +63,7 @@ def provision(
                            max_price, interruptible, attempts,
                            Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout), max_hours)
     if nodes is not None:
-        _provision_cluster(req, nodes, dry_run, yes, preflight, output)
+        _provision_cluster(req, nodes, dry_run, yes, preflight, output, public_network)
         return
     prov, offers = connect_and_plan(req)
     if not dry_run:
@@ -122,17 +123,18 @@ def _say_ready(output: Output, outcome, provider: str) -> None:
 
 
 def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: bool,
-                       output: Output) -> None:
+                       output: Output, public_network: bool = False) -> None:
     from gpubench.lifecycle import fleet
     from gpubench.lifecycle.cluster_placement import ClusterRequest, connect_and_place, member_name
     from gpubench.lifecycle.cluster_provision import check_name_free, network_line, provision_cluster
     from gpubench.store.ledger import Ledger
 
     out = output.say
-    creq = ClusterRequest(req, nodes).validate()
+    creq = ClusterRequest(req, nodes, private_network=True, public_network=public_network).validate()
     with Ledger() as ledger:
         check_name_free(ledger, req.name, nodes)     # before any offer is looked at
-    prov, place = connect_and_place(creq)
+    with output.prompts():
+        prov, place = connect_and_place(creq, agree_public=public_agreement(yes, public_network))
     name = req.name
     total = place.price_per_hour * nodes
     out(f"cheapest placement: {nodes} x {place.describe()} on {req.provider} "
@@ -162,7 +164,7 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: boo
         head = " (head)" if node.index == 0 else ""
         out(f"  node {node.index}{head}: {entry.name} ({req.provider} {entry.instance_id}) "
             f"{entry.ssh_user}@{entry.ssh_host}:{entry.ssh_port}{private}")
-    out(f"  {network_line(req.provider, hosts)}")
+    out(f"  {network_line(req.provider, hosts, outcome.overlay)}")
     for link in outcome.links:
         out(f"  {link.line()}")
     if outcome.replaced:
@@ -171,9 +173,28 @@ def _provision_cluster(req, nodes: int, dry_run: bool, yes: bool, preflight: boo
     out(f"  ssh:  gpubench ssh {name}  (the head){other}")
     out(f"  stop paying: gpubench down {name}")
     output.emit({"cluster": name, "network": hosts.network,
+                 "overlay": vars(outcome.overlay) if outcome.overlay is not None else None,
                  "seconds_to_ready": round(outcome.seconds_to_ready, 3),
                  "members": [entry_document(m) for m in outcome.members],
                  "links": [link.as_json() for link in outcome.links]})
+
+
+def public_agreement(yes: bool, public_network: bool):
+    """How a cluster with no physical cluster to hold it may still go over the public
+    internet: --public-network agrees (said in one line), else asked on a terminal;
+    never under --yes alone."""
+    def agree(line: str) -> bool:
+        if public_network:
+            err(f"{line}; --public-network: joining separate machines over the public internet")
+            return True
+        if yes:
+            return False
+        err(line)
+        confirm_or_stop("Join separate machines over the public internet instead?",
+                        f"{line}; pass --public-network to join separate machines over the public internet",
+                        said_on_no="nothing rented")
+        return True
+    return agree
 
 
 def _gate(ledger):

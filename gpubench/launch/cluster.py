@@ -38,8 +38,8 @@ from gpubench.errors import UsageError
 from gpubench.remote import cluster_link
 from gpubench.onhost import cluster_probe
 from gpubench.launch.base import Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args
-from gpubench.launch.cluster_torchrun import (PG_TIMEOUT_ENV, NodeFacts, Rendezvous, comm_settings,
-                                              endpoint_for, torchrun_command)
+from gpubench.launch.cluster_torchrun import (FROM_MACHINE, FROM_ROUTE, PG_TIMEOUT_ENV, NodeFacts, Rendezvous,
+                                              comm_settings, endpoint_for, socket_ifname, torchrun_command)
 from gpubench.launch.failures import Failure, RunFacts, explain
 from gpubench.launch.ssh import (LOCAL_MARGIN_S, TIMEOUT_EXIT, SshLauncher, connect, machine_for,
                                  record_path, remote_cwd, remote_script)
@@ -170,13 +170,15 @@ class ClusterLauncher(Launcher):
         measured = (head_part.member.launcher._measured(workload, head_part.env, found[0])
                     if found[0] else {})
         endpoint = endpoint_for(head, network, self.options.rendezvous.port, on_head=False)
+        settings = [self._comm(p, head_address) for p in parts]
         fields = {
             "node_addresses": [p.member.node.address_for_peers(network) for p in parts],
             "node_network": network,
             "rendezvous": self.options.rendezvous.as_record(endpoint, run_id),
             "collective_timeout_s": float(self.options.rendezvous.collective_timeout),
-            "comm_settings": [self._comm(p, head_address).as_record(
-                p.rank, p.member.node.address_for_peers(network), head_address) for p in parts],
+            "comm_settings": [c.as_record(p.rank, p.member.node.address_for_peers(network), head_address)
+                              for c, p in zip(settings, parts)],
+            "socket_ifname": socket_ifname(settings),
             "interconnect": [self._interconnect(p, head_address) for p in parts],
             "rank0_node": parts[record_rank].member.node.index if record_rank is not None else None,
             "lost_nodes": [p.member.describe() for p in parts if p.link_lost and p.member.lost],
@@ -354,6 +356,7 @@ class ClusterLauncher(Launcher):
             except (SshError, OSError, ValueError):
                 found = {}
             member.facts[head_address] = NodeFacts.from_probe(found if isinstance(found, dict) else {})
+            self.echo(f"[{member.label}] {_binding(comm_settings(member.facts[head_address]), head_address)}")
         return member.facts[head_address]
 
     def _interconnect(self, part: NodeRun, head_address: str) -> dict:
@@ -366,6 +369,16 @@ class ClusterLauncher(Launcher):
         base = member.launcher._session.layout.base
         cwd = remote_cwd(workload)
         return base if cwd == "." else f"{base}/{cwd}"
+
+
+def _binding(settings, head_address: str) -> str:
+    """'collectives bind to ens1 (the route to the head's address 10.65.0.2)', once per member."""
+    name = socket_ifname([settings])
+    if name is None:
+        return f"collectives bind where torch chooses ({settings.interface_from.removeprefix('none: ')})"
+    how = {FROM_ROUTE: f"the route to the head's address {head_address}",
+           FROM_MACHINE: "the machine's own environment"}.get(settings.interface_from, settings.interface_from)
+    return f"collectives bind to {name} ({how})"
 
 
 def _how_it_ended(part: NodeRun) -> str:

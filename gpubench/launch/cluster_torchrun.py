@@ -100,6 +100,19 @@ def comm_settings(facts: NodeFacts) -> CommSettings:
     return CommSettings(chosen, {**machine, **chosen}, FROM_ROUTE)
 
 
+def socket_ifname(settings: list[CommSettings]) -> str | None:
+    """The interface NCCL binds to (else gloo's) on the run's nodes, head first: one name
+    where they agree ("ens1": a RunPod Instant Cluster's network), else each node's
+    ("node0: ens1, node1: eth1"); None where no node has one in force."""
+    names = [next((s.in_force[v] for v in reversed(IFNAME_VARS) if s.in_force.get(v)), None)
+             for s in settings]
+    if not any(names):
+        return None
+    if len(set(names)) == 1:
+        return names[0]
+    return ", ".join(f"node{i}: {name or 'unset'}" for i, name in enumerate(names))
+
+
 def endpoint_for(head: ClusterNode, network: str, port: int, on_head: bool) -> str:
     """HOST:PORT of the rendezvous as one member reaches it: the head's address for
     its peers on `network`, through its port mapping where the provider maps ports;

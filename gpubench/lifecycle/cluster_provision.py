@@ -12,6 +12,12 @@ launching.)
 
 Where it goes is decided before anything is rented (cluster_placement.py).
 
+A placement on one physical cluster (Vast.ai's cluster_id) is joined by an overlay
+network (overlay.py): made before the first member is rented, so a refusal costs
+nothing; each member joins it once all are ready, and the members' addresses on it are
+their private addresses, which the rendezvous and the collectives then use. Its id is
+kept on every member's row; it is deleted after the members are confirmed gone.
+
 A provider with clusters of its own (providers.common.NativeClusters: RunPod's Instant
 Clusters, with a private network between the members) rents two or more members in one
 create call instead, all or nothing being the provider's: one row per member is written
@@ -39,6 +45,8 @@ from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.store.status import LedgerStatus
 from gpubench.lifecycle.terminate import DownResult, take_down_entry
 from gpubench.lifecycle.waiting import pause
+from gpubench.lifecycle.overlay import OverlayError, join_members, make_overlay, remove_left_overlays, remove_overlay
+from gpubench.providers.overlays import Overlay, overlay_networks
 from gpubench.providers.common import (Instance, LaunchSpec, NativeClusters, Offer, Provider, ProviderError,
                                        native_clusters, provider_name)
 from gpubench.remote.cluster import LOOPBACK, PRIVATE, ClusterHosts, node_from_entry
@@ -66,6 +74,7 @@ class ClusterOutcome:
     replaced: list[str] = field(default_factory=list)   # one line per machine replaced or refused
     seconds_to_ready: float = 0.0
     links: list = field(default_factory=list)          # launch/cluster_link.LinkMeasure, per member
+    overlay: Overlay | None = None                      # the overlay network joining them, where one does
 
     @property
     def hosts(self) -> ClusterHosts:
@@ -102,6 +111,13 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
         outcome.seconds_to_ready = time.monotonic() - started
         outcome.links = measure_and_keep(ledger, outcome, progress)
         return outcome
+    overlays = overlay_networks(provider) if placement.cluster_id and req.nodes >= 2 else None
+    if overlays is not None:
+        try:
+            outcome.overlay = make_overlay(overlays, provider.name, placement.cluster_id, name,
+                                           lambda line: progress("overlay", line))
+        except OverlayError as e:
+            raise ClusterError(f"cluster {name} on {provider.name} not rented: {e}") from None
     try:
         for index in range(req.nodes):
             member = replace(req.machine, name=member_name(name, index), cluster=name, node_index=index,
@@ -109,11 +125,19 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
             said = _member_progress(progress, name, index)
             pool = _pool(provider.name, placement, outcome.members, req.machine.attempts)
             result = provision(provider, member, pool, ledger, said, gate)
-            outcome.members.append(result.entry)
+            entry = result.entry
+            if outcome.overlay is not None:
+                entry = ledger.update(entry.row_id, overlay_id=outcome.overlay.overlay_id)
+            outcome.members.append(entry)
             outcome.replaced += [f"node {index}: {line}" for line in result.attempts]
         outcome.hosts.check_uniform()
+        if outcome.overlay is not None:
+            from gpubench import paths
+
+            outcome.members = join_members(overlays, outcome.overlay, outcome.members, ledger,
+                                           paths.known_hosts_path(), lambda line: progress("overlay", line))
     except BaseException as e:
-        _give_up(ledger, provider, name, e, progress, "terminating every member")
+        _give_up(ledger, provider, name, e, progress, "terminating every member", overlay=outcome.overlay)
     outcome.seconds_to_ready = time.monotonic() - started
     outcome.links = measure_and_keep(ledger, outcome, progress)
     return outcome
@@ -294,16 +318,30 @@ def take_down_members(ledger: Ledger, provider: Provider, name: str,
         except Exception as e:     # one member's failure must not keep the others billing
             result = DownResult(entry.name, entry.provider, entry.instance_id, False, None, str(e))
         results.append(result)
+    # The overlay goes after its members, each confirmed gone; one not confirmed gone is
+    # a result that is not gone (it costs nothing: 0.0).
+    for line in remove_left_overlays(ledger, provider, overlay_networks(provider), name, say):
+        results.append(DownResult(f"{name} overlay", provider.name, None, False, 0.0, line, billed=0.0))
     return results
 
 
 def _give_up(ledger: Ledger, provider: Provider, name: str, error: BaseException, progress: Progress,
-             doing: str, said: str = "") -> NoReturn:
+             doing: str, said: str = "", overlay: Overlay | None = None) -> NoReturn:
     """A cluster that cannot be completed (or Ctrl-C): take every member down, confirm
-    each gone, and raise ClusterError saying so (KeyboardInterrupt again after Ctrl-C)."""
+    each gone, then its overlay (where one was made), and raise ClusterError saying so
+    (KeyboardInterrupt again after Ctrl-C)."""
     why = "interrupted" if isinstance(error, KeyboardInterrupt) else str(error)
     progress("teardown", f"cluster {name} cannot be completed ({why}); {doing}")
     left = take_down_cluster(ledger, provider, name, lambda line: progress("teardown", line))
+    overlays = overlay_networks(provider)
+    if overlay is not None and overlays is not None and not left and \
+            (provider.name, overlay.overlay_id) not in ledger.overlays_left() and \
+            not ledger.overlay_rows(provider.name, overlay.overlay_id):
+        # made, but no member row kept it yet: the ledger cannot name it, so it goes here
+        why_kept = remove_overlay(overlays, provider.name, overlay.overlay_id, None,
+                                  lambda line: progress("teardown", line))
+        if why_kept:
+            left.append(DownResult(f"{name} overlay", provider.name, None, False, 0.0, why_kept))
     sync_ssh_config(ledger)
     if isinstance(error, KeyboardInterrupt):
         progress("teardown", _teardown_line(name, left))
@@ -321,11 +359,14 @@ def _teardown_line(name: str, left: list[DownResult]) -> str:
 
 # -- saying how the members are joined -------------------------------------------
 
-def network_line(provider: str, hosts: ClusterHosts) -> str:
+def network_line(provider: str, hosts: ClusterHosts, overlay: Overlay | None = None) -> str:
     """One line on which network joins the members, plainly."""
     network = hosts.network
     if network == PRIVATE:
         addresses = ", ".join(n.private_ip for n in hosts.nodes)
+        if overlay is not None:
+            return (f"network: {provider} overlay network {overlay.name} ({overlay.subnet or 'subnet unknown'}) "
+                    f"on physical cluster {overlay.cluster_id}: {addresses}")
         return f"network: {provider}'s private network ({addresses})"
     line = (f"network: {provider} gives no private network between these machines: the link "
             f"between nodes is the public internet")

@@ -1,7 +1,12 @@
 """`gpubench down` as two calls: `plan_down` picks what to take down (one name, the
 whole ledger, or the orphans the providers list) and connects the providers it
 needs; `take_down` takes each down until confirmed, then rewrites ssh_config.
-Asking the user in between is the caller's business."""
+Asking the user in between is the caller's business.
+
+A cluster joined by an overlay network (Vast.ai) loses it after its members: only
+once every member is confirmed gone is the overlay deleted, and it is written off
+only once the provider's list no longer has it. An overlay left over (a failed delete)
+is deleted by the next `down` of its cluster."""
 
 from __future__ import annotations
 
@@ -11,11 +16,13 @@ from typing import Callable
 from gpubench.errors import UsageError
 from gpubench.lifecycle import fleet
 from gpubench.store.ledger import Ledger, LedgerEntry
+from gpubench.lifecycle.overlay import OverlayError, remove_left_overlays
 from gpubench.lifecycle.sshconfig import sync_ssh_config
 from gpubench.lifecycle.terminate import DownResult, take_down_entry, take_down_instance
 from gpubench.lifecycle.waiting import Say, silent
 from gpubench.providers import registry
 from gpubench.providers.common import Instance, NotFoundError, Provider, ProviderError, native_clusters
+from gpubench.providers.overlays import overlay_networks
 
 @dataclass
 class DownRequest:
@@ -100,7 +107,8 @@ def plan_down(ledger: Ledger, request: DownRequest, warn: Say = silent) -> DownP
         entries = [m for m in ledger.cluster_members(request.name, include_done=True)
                    if not m.termination_confirmed]
         if not entries:
-            return DownPlan(request, [], {}, f"cluster {request.name} is already terminated")
+            return DownPlan(request, [], {}, f"cluster {request.name} is already terminated"
+                            + _left_overlays(ledger, request.name, warn))
     elif request.name:
         entry = ledger.find(request.name)
         if entry.termination_confirmed:
@@ -139,8 +147,33 @@ def take_down(ledger: Ledger, plan: DownPlan, say: Say = silent,
             result = take_down_entry(ledger, target.entry, provider, plan.request.deadline_s, say)
         report.results.append(result)
         on_result(result)
+    clusters = {t.entry.cluster for t in plan.targets if t.entry is not None and t.entry.overlay_id}
+    for provider_name, provider in plan.providers.items():
+        for cluster in sorted(c for c in clusters if c):
+            for line in remove_left_overlays(ledger, provider, overlay_networks(provider), cluster, say):
+                result = DownResult(f"{cluster} overlay", provider_name, None, False, None, line)
+                report.results.append(result)
+                on_result(result)
     sync_ssh_config(ledger)
     return report
+
+
+def _left_overlays(ledger: Ledger, cluster: str, say: Say) -> str:
+    """Delete the overlay a terminated cluster left (its delete failed before); what
+    became of it, as the end of the plan's note. An OverlayError when it is not
+    confirmed gone."""
+    left = ledger.overlays_left(cluster)
+    if not left:
+        return ""
+    lines = []
+    for name in sorted({p for p, _ in left}):
+        provider = fleet.connect_all([name], say).get(name)
+        if provider is None:
+            raise OverlayError(f"cluster {cluster}: cannot reach {name} to delete its overlay")
+        lines += remove_left_overlays(ledger, provider, overlay_networks(provider), cluster, say)
+    if lines:
+        raise OverlayError(f"cluster {cluster}: {'; '.join(lines)}")
+    return "; its overlay network was deleted and confirmed gone"
 
 
 def delete_native_clusters(provider: Provider, entries: list[LedgerEntry], say: Say = silent) -> None:

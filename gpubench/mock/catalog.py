@@ -116,6 +116,7 @@ class VastOffer:
     geolocation: str
     reliability: float
     capacity: int
+    cluster_id: int | None = None   # the physical cluster (a host's LAN) the machine is in
 
     def row(self, rented: int, bid: bool, storage_gb: float = 5.0, now: float | None = None) -> dict:
         """One offer as POST /api/v0/bundles/ lists it, priced for `storage_gb` of disk
@@ -166,7 +167,7 @@ class VastOffer:
             "rentable": rented < self.capacity, "rented": rented >= self.capacity,
             "verified": True, "verification": "verified", "external": False, "hosting_type": 0,
             "vms_enabled": False, "static_ip": False, "is_bid": bid, "resource_type": "gpu",
-            "cluster_id": None, "webpage": None, "logo": "/static/logos/vastai_small2.png",
+            "cluster_id": self.cluster_id, "webpage": None, "logo": "/static/logos/vastai_small2.png",
         }
 
 
@@ -186,6 +187,31 @@ def vast_offers() -> dict[int, VastOffer]:
                     geolocation=VAST_PLACES[(n + variant) % len(VAST_PLACES)],
                     reliability=0.995 - 0.01 * variant, capacity=max(1, 8 // count // 2))
             n += 1
+    out.update(vast_cluster_offers())
+    return out
+
+
+# Physical clusters: machines of one host on one LAN, each offer one machine, with the
+# cluster's id as the real marketplace lists it (search `cluster_id!=None`). Priced a
+# little above the lone machines of their type, so the cheapest offer of a type stays one.
+VAST_CLUSTERS = (   # (cluster id, GPU key, GPUs per machine, machines, place)
+    (7001, "rtx4090", 4, 3, "Texas, US"),
+    (7002, "a100-80", 8, 4, "Oslo, NO"),
+    (7003, "h100-pcie", 4, 2, "Quebec, CA"),
+)
+
+
+def vast_cluster_offers() -> dict[int, VastOffer]:
+    by_key = {g.key: g for g in GPUS}
+    out = {}
+    for c, (cluster_id, key, count, machines, place) in enumerate(VAST_CLUSTERS):
+        g = by_key[key]
+        for m in range(machines):
+            oid = 6_500_000 + 100 * c + m
+            dph = g.vast_price * count * (1.10 + 0.01 * m)
+            out[oid] = VastOffer(id=oid, machine_id=40_000 + 100 * c + m, host_id=200_000 + c, gpu=g,
+                                 count=count, dph=dph, min_bid=dph * 0.55, geolocation=place,
+                                 reliability=0.995, capacity=1, cluster_id=cluster_id)
     return out
 
 

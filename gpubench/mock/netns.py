@@ -23,6 +23,12 @@ bridges, namespaces and veths of every mock whose owner is gone, as reap_stale d
 processes. All of it runs under one lock file, so two mocks starting at once never pick the
 same /24 or reap what the other is making.
 
+Vast.ai overlay networks (vast_overlays.py) are bridges of their own, ``gbo<mock id><n hex>``,
+with no address in the root namespace (only the members reach each other on it); a joined
+instance gets a second veth pair (``gbw<mock id><n hex><slot hex>`` outside, ``eth1`` inside)
+with its address in the overlay's ``10.233.n.0/24``. The overlay bridges carry the same owner
+alias, and are reaped with the mock that made them.
+
 Needs root (CAP_NET_ADMIN and `ip netns`); `available()` says why not where it cannot work.
 """
 
@@ -42,6 +48,10 @@ from gpubench.errors import GpubenchError
 RANGE = "10.232"                  # 10.232.0.0/16 is kept for the mock's bridges
 PREFIX = "gbm"                    # bridge gbm<id>, namespaces gbm<id>-<slot>
 VETH_PREFIX = "gbv"               # host end of an instance's veth: gbv<id><slot hex>
+OVERLAY_PREFIX = "gbo"            # an overlay's bridge: gbo<id><overlay hex>
+OVERLAY_VETH_PREFIX = "gbw"       # host end of a member's overlay veth: gbw<id><overlay hex><slot hex>
+OVERLAY_RANGE = "10.233"          # overlay n is 10.233.n.0/24
+OVERLAY_IFNAME = "eth1"
 MAX_SLOTS = 125                   # public .2-.126, private .129-.253
 PRIVATE_OFFSET = 127
 LOCK_FILE = Path("/run/lock/gpubench-mock-netns.lock")
@@ -149,6 +159,10 @@ def _reap_stale_locked() -> int:
     reaped = 0
     for link in _links("bridge"):
         name = link.get("ifname", "")
+        if name.startswith(OVERLAY_PREFIX):
+            if not _owner_alive(link.get("ifalias") or ""):
+                _ip("link", "del", name, check=False)
+            continue
         if not name.startswith(PREFIX):
             continue
         alias = link.get("ifalias") or ""
@@ -317,6 +331,60 @@ class Network:
         return ["ip", "netns", "exec", self.addresses(slot).namespace, "unshare", "--uts",
                 "sh", "-c", 'hostname "$0" && exec "$@"', hostname]
 
+    # -- overlay networks (Vast.ai) ----------------------------------------------
+    def overlay_bridge(self, n: int) -> str:
+        return f"{OVERLAY_PREFIX}{self.mock_id}{n:02x}"
+
+    @staticmethod
+    def overlay_subnet(n: int) -> str:
+        return f"{OVERLAY_RANGE}.{n}.0/24"
+
+    @staticmethod
+    def overlay_address(n: int, slot: int) -> str:
+        return f"{OVERLAY_RANGE}.{n}.{1 + slot}"
+
+    def add_overlay(self, n: int) -> str:
+        """Overlay n's bridge (1..255), owned as the mock's own bridge is; its name."""
+        if not 1 <= n <= 255:
+            raise NetnsError(f"overlay {n} outside 1..255")
+        bridge = self.overlay_bridge(n)
+        _ip("link", "del", bridge, check=False)
+        try:
+            _ip("link", "add", "name", bridge, "type", "bridge")
+            _ip("link", "set", "dev", bridge, "alias", _owner_alias())
+            _ip("link", "set", "dev", bridge, "up")
+        except NetnsError:
+            _ip("link", "del", bridge, check=False)
+            raise
+        return bridge
+
+    def join_overlay(self, n: int, slot: int) -> str:
+        """Instance `slot` on overlay n: a veth from its namespace (eth1 there) to the
+        overlay's bridge, with its address in the overlay's /24. The address."""
+        a = self.addresses(slot)
+        veth = f"{OVERLAY_VETH_PREFIX}{self.mock_id}{n:02x}{slot:02x}"
+        address = self.overlay_address(n, slot)
+        _ip("link", "del", veth, check=False)
+        try:
+            _ip("link", "add", veth, "type", "veth", "peer", "name", OVERLAY_IFNAME, "netns", a.namespace)
+            _ip("link", "set", veth, "master", self.overlay_bridge(n), "up")
+            _ip("-n", a.namespace, "addr", "add", f"{address}/24", "dev", OVERLAY_IFNAME)
+            _ip("-n", a.namespace, "link", "set", OVERLAY_IFNAME, "up")
+        except NetnsError:
+            _ip("link", "del", veth, check=False)
+            raise
+        return address
+
+    def remove_overlay(self, n: int) -> None:
+        """Overlay n's bridge and every member's veth on it (no error if gone)."""
+        for link in _links("veth"):
+            if link.get("ifname", "").startswith(f"{OVERLAY_VETH_PREFIX}{self.mock_id}{n:02x}"):
+                _ip("link", "del", link["ifname"], check=False)
+        _ip("link", "del", self.overlay_bridge(n), check=False)
+
+    def overlay_exists(self, n: int) -> bool:
+        return any(link.get("ifname") == self.overlay_bridge(n) for link in _links("bridge"))
+
     def close(self) -> None:
         """Remove every namespace of this mock, then the bridge."""
         for ns in namespaces():
@@ -327,6 +395,9 @@ class Network:
             for d in ETC_NETNS.glob(f"{self.bridge}-*"):
                 _remove_etc(d)
         for link in _links("veth"):
-            if link.get("ifname", "").startswith(VETH_PREFIX + self.mock_id):
+            if link.get("ifname", "").startswith((VETH_PREFIX + self.mock_id, OVERLAY_VETH_PREFIX + self.mock_id)):
+                _ip("link", "del", link["ifname"], check=False)
+        for link in _links("bridge"):
+            if link.get("ifname", "").startswith(OVERLAY_PREFIX + self.mock_id):
                 _ip("link", "del", link["ifname"], check=False)
         _ip("link", "del", self.bridge, check=False)

@@ -4,9 +4,11 @@ get_gpus / get_gpu (gpuTypes, lowestPrice), create_pod (podFindAndDeployOnDemand
 podRentInterruptable at a bid), get_pods /
 get_pod (myself.pods, pod), stop/resume/terminate (podStop, podResume, podTerminate), and the
 account key (myself.pubKey, updateUserSettings); besides, the documented pod queries (runtime
-gpus and container, containerRegistryAuthId) and the catalog fields other tools read (gpuhunt:
-countryCodes, dataCenters, maxGpuCount*, lowestPrice.availableGpuCounts), which a request
-without an API key may ask for as RunPod allows. Queries are parsed, validated and executed by
+gpus and container, containerRegistryAuthId, clusterIp) and the catalog fields other tools read
+(gpuhunt's daily catalog: countryCodes, dataCenters, maxGpuCount*, lowestPrice with its
+minCudaVersion filter, gpuTypes(input: {cluster: true}) with clusterPrice and
+nodeGroupDatacenters, cpuFlavors), which a request without an API key may ask for as RunPod
+allows. Queries are parsed, validated and executed by
 graphql-core against the schema below, on the same pods as REST v2.
 
 A deploy lands only in a data center that meets its placement filters (country, data center,
@@ -37,11 +39,12 @@ PROVIDER = "runpod"
 SCHEMA = build_schema("""
 enum CloudTypeEnum { ALL SECURE COMMUNITY }
 
-input GpuTypeFilter { id: String }
+input GpuTypeFilter { id: String, cluster: Boolean }
 input GpuLowestPriceInput { gpuCount: Int, minMemoryInGb: Int, minVcpuCount: Int,
                             secureCloud: Boolean, totalDisk: Int, minDisk: Int, dataCenterId: String,
                             countryCode: String, compliance: [String], globalNetwork: Boolean,
-                            minDownload: Int, minUpload: Int, supportPublicIp: Boolean }
+                            minDownload: Int, minUpload: Int, supportPublicIp: Boolean,
+                            minCudaVersion: String }
 input PodFilter { podId: String! }
 input EnvironmentVariableInput { key: String!, value: String! }
 input PodFindAndDeployOnDemandInput {
@@ -83,6 +86,11 @@ type GpuType {
 }
 type DataCenter { id: String, name: String, location: String, listed: Boolean,
                   storageSupport: Boolean, compliance: [String] }
+input CpuFlavorSpecificsInput { dataCenterId: String }
+type CpuFlavorSpecifics { stockStatus: String, securePrice: Float }
+type CpuFlavor { id: String, displayName: String, groupId: String, minVcpu: Int, maxVcpu: Int,
+                 ramMultiplier: Int, diskLimitPerVcpu: Int,
+                 specifics(input: CpuFlavorSpecificsInput): CpuFlavorSpecifics }
 type PodRuntimePort { ip: String, isIpPublic: Boolean, privatePort: Int, publicPort: Int, type: String }
 type PodRuntimeGpu { id: String, gpuUtilPercent: Float, memoryUtilPercent: Float }
 type PodRuntimeContainer { cpuPercent: Float, memoryPercent: Float }
@@ -95,7 +103,7 @@ type Pod {
   lastStatusChange: String, machineId: String, memoryInGb: Float, podType: String, port: Int,
   ports: String, uptimeSeconds: Int, vcpuCount: Float, volumeInGb: Float, volumeMountPath: String,
   runtime: PodRuntime, machine: Machine, containerRegistryAuthId: String, templateId: String,
-  gpuTypeId: String, dataCenterId: String, cloudType: String
+  gpuTypeId: String, dataCenterId: String, cloudType: String, clusterIp: String
 }
 type NetworkVolume { id: String, name: String, size: Int, dataCenterId: String }
 type User { id: String, authId: String, email: String, pubKey: String, pods: [Pod],
@@ -105,6 +113,7 @@ type Query {
   gpuTypes(input: GpuTypeFilter): [GpuType]
   countryCodes: [String]
   dataCenters: [DataCenter]
+  cpuFlavors: [CpuFlavor]
   myself: User
   pod(input: PodFilter!): Pod
 }
@@ -130,7 +139,7 @@ def fault_response(status: int) -> Response:
 
 
 # What a request without an API key may ask: the public catalog (gpuhunt reads it so).
-PUBLIC_FIELDS = {"gpuTypes", "countryCodes", "dataCenters", "__typename"}
+PUBLIC_FIELDS = {"gpuTypes", "countryCodes", "dataCenters", "cpuFlavors", "__typename"}
 
 
 def authorized(req: Request) -> bool:
@@ -254,7 +263,8 @@ def _gpu_type(g: catalog.GpuModel, engine) -> dict:
                          min_vcpus=input.get("minVcpuCount") or 0, min_memory_gb=input.get("minMemoryInGb") or 0,
                          public_ip=bool(input.get("supportPublicIp")), min_download=input.get("minDownload") or 0,
                          min_upload=input.get("minUpload") or 0,
-                         disk_gb=input.get("totalDisk") or input.get("minDisk") or 0)
+                         disk_gb=input.get("totalDisk") or input.get("minDisk") or 0,
+                         min_cuda=input.get("minCudaVersion"))
         slots = {(c, dc): n for c in clouds for dc, n in runpod_pods.free_gpus(engine, g, c).items()
                  if want.fits(catalog.RUNPOD_DC_SPECS[dc])}
         specs = [catalog.RUNPOD_DC_SPECS[dc] for _c, dc in slots]
@@ -281,11 +291,12 @@ def _gpu_type(g: catalog.GpuModel, engine) -> dict:
             "oneWeekPrice": round(g.runpod_secure * 0.95, 2),
             "oneMonthPrice": round(g.runpod_secure * 0.9, 2),
             "threeMonthPrice": round(g.runpod_secure * 0.85, 2),
-            "sixMonthPrice": round(g.runpod_secure * 0.8, 2), "clusterPrice": None,
+            # an Instant Cluster (runpod_clusters) is made of secure-cloud pods, at their price
+            "sixMonthPrice": round(g.runpod_secure * 0.8, 2),
+            "clusterPrice": g.runpod_secure if catalog.runpod_slots(g)["SECURE"] else None,
             "communitySpotPrice": None, "secureSpotPrice": None, "maxGpuCount": 8,
             "maxGpuCountSecureCloud": 8, "maxGpuCountCommunityCloud": 8, "minPodGpuCount": 1,
-            "nodeGroupDatacenters": [d for d in _data_centers()
-                                     if any(d["id"] in catalog.runpod_slots(g)[c] for c in ("SECURE", "COMMUNITY"))],
+            "nodeGroupDatacenters": [d for d in _data_centers() if d["id"] in catalog.runpod_slots(g)["SECURE"]],
             "lowestPrice": lowest}
 
 
@@ -322,7 +333,8 @@ def _pod(inst: MockInstance, engine) -> dict:
                         if inst.gpu_name in engine.runpod_gpus else inst.gpu_name,
                         "location": inst.region},
             "containerRegistryAuthId": x.get("registry_auth"), "templateId": x.get("template_id"),
-            "gpuTypeId": inst.gpu_name, "dataCenterId": inst.region, "cloudType": x.get("cloud", "SECURE")}
+            "gpuTypeId": inst.gpu_name, "dataCenterId": inst.region, "cloudType": x.get("cloud", "SECURE"),
+            "clusterIp": (x.get("cluster") or {}).get("ip") or None}
 
 
 def _myself(engine) -> dict:
@@ -337,8 +349,11 @@ def _myself(engine) -> dict:
 
 def _root(engine) -> dict:
     def gpu_types(info, input=None):
-        want = (input or {}).get("id")
-        return [_gpu_type(g, engine) for gid, g in engine.runpod_gpus.items() if want in (None, gid)]
+        want, cluster = (input or {}).get("id"), (input or {}).get("cluster")
+        # cluster: true lists the types an Instant Cluster can be made of (secure cloud);
+        # false or absent, every type, as pods
+        return [_gpu_type(g, engine) for gid, g in engine.runpod_gpus.items() if want in (None, gid)
+                and (not cluster or catalog.runpod_slots(g)["SECURE"])]
 
     def pod(info, input):
         inst = engine.store.get(PROVIDER, input["podId"])
@@ -419,7 +434,9 @@ def _root(engine) -> dict:
 
     return {"gpuTypes": gpu_types, "countryCodes": lambda info: sorted({_country(d) for d in
                                                                          catalog.RUNPOD_DATACENTERS}),
-            "dataCenters": lambda info: _data_centers(), "myself": lambda info: _myself(engine), "pod": pod,
+            "dataCenters": lambda info: _data_centers(),
+            "cpuFlavors": lambda info: [],       # the mock rents no CPU pods: no flavor to offer
+            "myself": lambda info: _myself(engine), "pod": pod,
             "podFindAndDeployOnDemand": deploy, "podRentInterruptable": rent_interruptible,
             "podStop": stop, "podResume": resume,
             "podTerminate": terminate, "updateUserSettings": update_user}

@@ -192,6 +192,10 @@ def validate_create(body: dict) -> list[str]:
     dcs = body.get("dataCenterIds", [])
     if not isinstance(dcs, list) or not all(isinstance(d, str) for d in dcs):
         errs.append("$.dataCenterIds: expected an array of strings")
+    # the start command is one string (BaseContainerConfig.args); v2 has no argv arrays, and
+    # v1's dockerEntrypoint/dockerStartCmd (or entrypoint/cmd) are unknown fields, refused above
+    if "args" in body and not isinstance(body["args"], str):
+        errs.append("$.args: expected string")
     return errs
 
 

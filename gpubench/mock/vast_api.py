@@ -11,7 +11,8 @@ instance only (the create answer returns it as `instance_api_key`). Ports asked 
 create's `env` ({"-p 10022:10022": "1"}) are mapped beside 22/tcp and served: in namespace
 mode the instance's own address is its public_ipaddr and each port maps to itself; in
 loopback mode each gets a public port of 127.0.0.1 that the mock forwards to the container
-port (TCP). GET /api/v0/charges/ answers from what the mock billed (billing.py).
+port (TCP). GET /api/v0/charges/ answers from what the mock billed (billing.py). Physical clusters and
+overlay networks are in vast_overlays.py.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import json
 import re
 import secrets
 
-from gpubench.mock import billing, vast_instances
+from gpubench.mock import billing, vast_instances, vast_overlays
 from gpubench.mock.vast_common import PROVIDER, USER_ID, error, json_body, select
 from gpubench.mock.web import NOT_MINE, SURELY, Request, Response
 
@@ -109,9 +110,10 @@ def handle(req: Request, engine) -> Response:
         return _charges(req, engine)
     if (mt := _ASK.match(p)) and m == "PUT":
         return _create(int(mt.group(1)), req, engine)
-    found = vast_instances.route(req, engine)
-    if found is not None:
-        return found
+    for route in (vast_instances.route, vast_overlays.route):
+        found = route(req, engine)
+        if found is not None:
+            return found
     return error(404, "not_found", f"No such endpoint: {req.method} {req.path}")
 
 

@@ -20,6 +20,10 @@ terminating -> terminated, "missing" (left out of its account's list, not confir
 gone), or "unconfirmed" (terminate answered but the instance is still there). `mark`
 and `update` refuse a change of status that the status table does not allow.
 
+A cluster joined by a provider's overlay network (Vast.ai) keeps the overlay's id on
+every member's row (overlay_id), and when the overlay was confirmed gone
+(overlay_gone_at): it is deleted only after every member is.
+
 After teardown the row keeps the provider's billed amount beside the estimate
 (billed_cost, where the provider reports it: RunPod, Vast.ai; see Provider.billed_cost).
 
@@ -88,7 +92,9 @@ CREATE TABLE IF NOT EXISTS instances (
     private_ip TEXT,
     port_map TEXT,
     gate TEXT,
-    provider_cluster_id TEXT
+    provider_cluster_id TEXT,
+    overlay_id TEXT,
+    overlay_gone_at REAL
 );
 CREATE INDEX IF NOT EXISTS instances_name ON instances(name);
 """
@@ -97,7 +103,8 @@ _ADDED_COLUMNS = (("account_endpoint", "TEXT"), ("key_fingerprint", "TEXT"),
                   ("account_id", "TEXT"), ("launch_ended_at", "REAL"),
                   ("deadline_at", "REAL"), ("watchdog", "TEXT"), ("billed_cost", "REAL"),
                   ("cluster", "TEXT"), ("node_index", "INTEGER"), ("private_ip", "TEXT"),
-                  ("port_map", "TEXT"), ("gate", "TEXT"), ("provider_cluster_id", "TEXT"))
+                  ("port_map", "TEXT"), ("gate", "TEXT"), ("provider_cluster_id", "TEXT"),
+                  ("overlay_id", "TEXT"), ("overlay_gone_at", "REAL"))
 
 
 class LedgerError(GpubenchError):
@@ -149,6 +156,9 @@ class LedgerEntry:
     gate: str | None = None               # JSON of the preflight gate's findings on this machine
     provider_cluster_id: str | None = None  # the provider's id of the cluster it was rented in as one
     #                                         (RunPod Instant Clusters); None: rented alone
+    overlay_id: str | None = None         # the provider's overlay network joining the cluster's
+    #                                       members (Vast.ai), kept on every member's row
+    overlay_gone_at: float | None = None  # when the provider's list confirmed that overlay gone
 
     @property
     def active(self) -> bool:
@@ -383,6 +393,28 @@ class Ledger:
             params += _ACTIVE_TEXT
         rows = self._db.execute(sql + " ORDER BY node_index, row_id", params).fetchall()
         return [self._entry(r) for r in rows]
+
+    def overlay_rows(self, provider: str, overlay_id: str) -> list[LedgerEntry]:
+        """Every row (done ones too) of the members `overlay_id` joins."""
+        rows = self._db.execute("SELECT * FROM instances WHERE provider = ? AND overlay_id = ? ORDER BY "
+                                "node_index, row_id", (provider, overlay_id)).fetchall()
+        return [self._entry(r) for r in rows]
+
+    def overlays_left(self, cluster: str | None = None) -> list[tuple[str, str]]:
+        """(provider, overlay id) of each overlay not yet confirmed gone, of `cluster`
+        only where given."""
+        sql = "SELECT DISTINCT provider, overlay_id FROM instances WHERE overlay_id IS NOT NULL " \
+              "AND overlay_gone_at IS NULL"
+        params: list = []
+        if cluster is not None:
+            sql += " AND cluster = ?"
+            params.append(cluster)
+        return [(r["provider"], r["overlay_id"]) for r in self._db.execute(sql + " ORDER BY row_id", params)]
+
+    def overlay_gone(self, provider: str, overlay_id: str) -> None:
+        """Write the overlay off on every row it is kept on: its provider listed it no more."""
+        self._db.execute("UPDATE instances SET overlay_gone_at = ? WHERE provider = ? AND overlay_id = ? "
+                         "AND overlay_gone_at IS NULL", (time.time(), provider, overlay_id))
 
     def by_instance(self, provider: str, instance_id: str) -> LedgerEntry | None:
         row = self._db.execute(

@@ -24,7 +24,8 @@ def cloud(tmp_path, monkeypatch):
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_provision_a_cluster_then_ls_ssh_and_down(cloud, cli, provider):
     second_vast_machine(cloud, 1)
-    code, out, err = cli("provision", provider, "--gpus", "1", "--nodes", "2", "--name", "tr", "--yes")
+    code, out, err = cli("provision", provider, "--gpus", "1", "--nodes", "2", "--name", "tr", "--yes",
+                         "--public-network")
     assert code == 0, err
     assert "cluster tr ready in" in out and "node 0 (head): tr-0" in out and "node 1: tr-1" in out
     if provider in ("lambda", "runpod"):      # RunPod: its own cluster's private network
@@ -78,9 +79,12 @@ def test_nodes_below_one(cloud, cli):
 
 
 def test_a_provider_that_cannot_place_n_machines_in_one_region(cloud, cli):
-    code, out, err = cli("provision", "vast", "--gpus", "8", "--gpu-type", "H100 SXM", "--nodes", "4", "--yes")
+    code, out, err = cli("provision", "vast", "--gpus", "8", "--gpu-type", "H100 SXM", "--nodes", "4", "--yes",
+                         "--public-network")
     assert code != 0
-    assert one_line(err) == "error: vast has 1 machine of 8x H100 SXM in one region, asked for 4"
+    said = err.strip().splitlines()     # the line on no physical cluster, then the refusal
+    assert len(said) == 2 and "no physical cluster" in said[0]
+    assert said[1] == "error: vast has 1 machine of 8x H100 SXM in one region, asked for 4"
     assert cloud.engine.store.instances() == []
 
 
@@ -97,7 +101,8 @@ def test_a_name_already_used(cloud, cli):
 
 def test_dry_run_says_where_the_cluster_would_go(cloud, cli):
     second_vast_machine(cloud, 1)
-    code, out, err = cli("provision", "vast", "--gpus", "1", "--nodes", "2", "--name", "d", "--dry-run")
+    code, out, err = cli("provision", "vast", "--gpus", "1", "--nodes", "2", "--name", "d", "--dry-run",
+                         "--public-network")
     assert code == 0, err
     assert "cheapest placement: 2 x 1x" in out and "dry run: nothing rented (cluster d: d-0, d-1)" in out
 

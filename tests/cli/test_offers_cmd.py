@@ -68,10 +68,10 @@ def test_spot_and_on_demand_side_by_side(cloud, cli):
 
 
 @pytest.mark.parametrize("args,line", [
-    (("vast", "--gpus", "3"), "vast has 62 offers, none with 3 GPUs; 1, 2, 4 and 8 are offered"),
+    (("vast", "--gpus", "3"), "vast has 71 offers, none with 3 GPUs; 1, 2, 4 and 8 are offered"),
     (("vast", "--gpu", "rtx5090"), "vast has no offers of type RTX 5090; GPU types offered: A10, "),
     (("--gpu", "rtx4090", "--max-price", "0.2"),
-     "have 9 offers of RTX 4090, none at or under $0.20/h (cheapest is $0.30/h: 1x RTX 4090 in Taiwan, TW)"),
+     "have 12 offers of RTX 4090, none at or under $0.20/h (cheapest is $0.30/h: 1x RTX 4090 in Taiwan, TW)"),
     (("--min-vram", "100"), "none with at least 100 GB per GPU; the most is 80 GB (H100 SXM)"),
     (("vast", "--region", "Mars"), "vast has no offers in region Mars; regions offered: Bavaria, DE; "),
     (("lambda", "--spot"), "lambda has no interruptible machines available to rent right now"),
@@ -85,7 +85,7 @@ def test_an_empty_list_says_which_filter_emptied_it(cloud, cli, args, line):
 def test_provision_says_the_same(cloud, cli):
     code, out, err = cli("provision", "vast", "--gpus", "3", "--yes")
     assert code == 1
-    assert err.strip() == "error: vast has 62 offers, none with 3 GPUs; 1, 2, 4 and 8 are offered"
+    assert err.strip() == "error: vast has 71 offers, none with 3 GPUs; 1, 2, 4 and 8 are offered"
 
 
 @pytest.mark.parametrize("args,words", [

@@ -45,6 +45,7 @@ USES = {
     "RunTimeoutOpt": {"run", "bench"},
     "RepeatOpt": {"run", "bench"},
     "QuietOpt": {"run", "bench"},
+    "PublicNetworkOpt": {"provision", "bench"},
     "GoneTimeoutOpt": {"down"},
     "ResultsOpt": {"run", "bench", "report", "logs", "advise"},
     "WideOpt": {"offers", "ls", "report", "advise"},

@@ -63,6 +63,8 @@ def test_two_nodes_of_two_processes_end_to_end(pair, tmp_path, cli, workload, ar
         assert said["env"] == {"GLOO_SOCKET_IFNAME": node.private_link,
                                "NCCL_SOCKET_IFNAME": node.private_link}, said
         assert said["interface_chosen_by"] == f"the route to the head's address {a}"
+    assert two["socket_ifname"] == ", ".join(f"node{i}: {n.private_link}" for i, n in enumerate(pair.nodes))
+    assert f"[node1] collectives bind to {pair.nodes[1].private_link} (the route to the head's address {a})" in out
     assert [n["ibstat"] for n in two["interconnect"]] == ["absent", "absent"]
     assert two["instance_type"] == INSTANCE_TYPE and two["price_per_hour"] == pytest.approx(3.0)
     assert "--rdzv_backend=c10d" in two["launch_command"]

@@ -31,7 +31,7 @@ def cloud(tmp_path, monkeypatch):
 def provision(cli, cloud, provider: str, name: str = "c", *extra: str):
     second_vast_machine(cloud, 2)
     code, out, err = cli("provision", provider, "--gpus", "2", "--nodes", "2", "--name", name,
-                         "--yes", "--ssh-timeout", "60", *extra)
+                         "--yes", "--ssh-timeout", "60", "--public-network", *extra)
     assert code == 0, out + err
     with Ledger() as ledger:
         members = ledger.cluster_members(name)
