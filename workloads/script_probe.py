@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib.abc
+import importlib.util
 import json
 import os
 import runpy
@@ -102,41 +104,99 @@ def _after_wrap(function, note, of_result: bool):
     return probed
 
 
-def _install() -> None:
-    try:
-        import torch.distributed as dist
-        from torch.distributed import distributed_c10d
-    except Exception:
-        return
-    for module in (dist, distributed_c10d):
-        for name, probe in (("init_process_group", _after), ("destroy_process_group", _before)):
-            original = getattr(module, name, None)
-            if original is not None and not getattr(original, "__gpubench_probe__", False):
-                setattr(module, name, probe(original, _note_group))
-    _wrap_init("torch.nn.parallel", "DistributedDataParallel", "DDP")
-    _wrap_init("torch.distributed.fsdp", "FullyShardedDataParallel", "FSDP")
-    for where in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp"):
-        try:
-            module = __import__(where, fromlist=["fully_shard"])
-        except Exception:
-            continue
-        original = getattr(module, "fully_shard", None)
+def _patch_groups(module) -> None:
+    """init_process_group and destroy_process_group (torch.distributed re-exports
+    distributed_c10d's: both names are patched, each once)."""
+    for name, probe in (("init_process_group", _after), ("destroy_process_group", _before)):
+        original = getattr(module, name, None)
         if original is not None and not getattr(original, "__gpubench_probe__", False):
-            setattr(module, "fully_shard", _after_wrap(original, _wrapped("FSDP2"), of_result=True))
+            setattr(module, name, probe(original, _note_group))
+
+
+def _patch_class(class_name: str, kind: str):
+    """Note each construction of the class (a class is one object wherever it was
+    imported from, so patching its __init__ catches every use)."""
+    def patch(module) -> None:
+        cls = getattr(module, class_name, None)
+        if cls is not None and not getattr(cls.__init__, "__gpubench_probe__", False):
+            cls.__init__ = _after_wrap(cls.__init__, _wrapped(kind), of_result=False)
+    return patch
+
+
+def _patch_fully_shard(module) -> None:
+    original = getattr(module, "fully_shard", None)
+    if original is not None and not getattr(original, "__gpubench_probe__", False):
+        setattr(module, "fully_shard", _after_wrap(original, _wrapped("FSDP2"), of_result=True))
+
+
+def _patch_fsdp(module) -> None:
+    _patch_class("FullyShardedDataParallel", "FSDP")(module)
+    _patch_fully_shard(module)
+
+
+# Each probe goes in when the script's own imports load the module it watches: a
+# script pays nothing for a module it never imports (importing torch and FSDP up
+# front cost 3.5 s a run on a 2-core machine).
+PATCHES = {
+    "torch.distributed.distributed_c10d": _patch_groups,
+    "torch.distributed": _patch_groups,
+    "torch.nn.parallel": _patch_class("DistributedDataParallel", "DDP"),
+    "torch.distributed.fsdp": _patch_fsdp,
+    "torch.distributed._composable.fsdp": _patch_fully_shard,
+}
+
+
+class _Patching(importlib.abc.Loader):
+    """A module's own loader, then its patch; anything else asked of it goes to the
+    module's own loader (get_source, resources)."""
+
+    def __init__(self, loader, patch) -> None:
+        self.loader, self.patch = loader, patch
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self.loader.exec_module(module)
+        try:
+            self.patch(module)
+        except Exception:  # a probe must never be what fails the script
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds a watched module as the other finders do, and has it patched once loaded."""
+
+    def __init__(self) -> None:
+        self.finding: set[str] = set()
+
+    def find_spec(self, name, path, target=None):
+        patch = PATCHES.get(name)
+        if patch is None or name in self.finding:
+            return None
+        self.finding.add(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        except Exception:
+            return None
+        finally:
+            self.finding.discard(name)
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _Patching(spec.loader, patch)
+        return spec
+
+
+def _install() -> None:
+    sys.meta_path.insert(0, _AfterImport())
+    for name, patch in PATCHES.items():   # loaded already (a calibration imports torch)
+        if name in sys.modules:
+            patch(sys.modules[name])
     if _calibration is not None:
         _calibration.install_loaders()
         _calibration.install_optimizers()
-
-
-def _wrap_init(module_name: str, class_name: str, kind: str) -> None:
-    """Note each construction of the class (a class is one object wherever it was
-    imported from, so patching its __init__ catches every use)."""
-    try:
-        cls = getattr(__import__(module_name, fromlist=[class_name]), class_name)
-    except Exception:
-        return
-    if not getattr(cls.__init__, "__gpubench_probe__", False):
-        cls.__init__ = _after_wrap(cls.__init__, _wrapped(kind), of_result=False)
 
 
 def _frameworks() -> dict:
@@ -158,7 +218,8 @@ def _frameworks() -> dict:
 
 
 def _report() -> None:
-    _note_group()
+    if "torch.distributed" in sys.modules:   # never imported: no group, and nothing to import now
+        _note_group()
     report = {
         "rank": int(os.environ.get("RANK", "0") or 0),
         "world": int(os.environ.get("WORLD_SIZE", "1") or 1),
