@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from gpubench.predict.advise import Config, Work, predict
+from gpubench.predict.memory import need
 from gpubench.predict.subject import NoSubject, suite_subject
 from gpubench.providers.common import Offer
 from workload_suite import gpu_plan, precision_args
@@ -39,7 +40,13 @@ def predictions(gpu: str, memory_gb: float | None) -> list[dict]:
             rows.append({"workload": workload, "args": list(wargs), "left_out": str(e)})
             continue
         p = predict(subject, Config(offer, 1, 1, 0.0), [], Work(1.0, "1 unit"))
+        memory, held = None, None
+        if subject.shape is not None:       # what one GPU holds: the state, plus activations where known
+            m = need(subject.shape, subject.strategy, 1, subject.activations)
+            memory = m.total(max(subject.memory_batch, 1)) or m.static_bytes
+            held = "state and activations" if subject.activations is not None else "state only"
         rows.append({"workload": workload, "args": list(wargs), "precision": subject.precision,
+                     "memory_bytes": memory, "memory_holds": held,
                      "unit": subject.unit, "throughput": p.throughput, "uncertainty": p.uncertainty,
                      "basis": p.basis, "bound_by": p.bound_by, "sources": list(p.sources),
                      "left_out": p.left_out})
@@ -51,6 +58,8 @@ def line(row: dict) -> str:
         return f"{row['workload']:<11} no prediction: {row['left_out']}"
     tp, u = row["throughput"], row["uncertainty"]
     bound = f", bound by {row['bound_by']}" if row.get("bound_by") else ""
+    if row.get("memory_bytes"):
+        bound += f", {row['memory_bytes'] / 2**30:.2f} GiB a GPU ({row['memory_holds']})"
     return (f"{row['workload']:<11} {row['precision']:<5} {tp:,.0f} {row['unit']} ±{u:.0%} "
             f"({tp * (1 - u):,.0f}-{tp * (1 + u):,.0f}){bound}; {row['basis']}: {row['sources'][0]}")
 

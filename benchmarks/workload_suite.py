@@ -110,6 +110,8 @@ def gpu_plan(gpus: int) -> list[tuple[str, list[int], list[str]]]:
         ("resnet-ddp", [1], ["--steps", "50", "--warmup", "10"]),
         ("resnet-ddp", [1], ["--steps", "30", "--warmup", "10", "--precision", "fp32"]),  # TF32 convolutions
         ("gpt-ddp", [1], ["--steps", "30", "--warmup", "5", "--compile"]),
+        # FSDP2's CUDA path (meta-device init, bf16 policy) and its memory at a size DDP also holds
+        ("gpt-fsdp", [1], ["--params", "350M", "--steps", "10", "--warmup", "3"]),
         ("recsys-ddp", [1], ["--steps", "300"]),
         ("allreduce", [gpus], []),
     ]
@@ -130,7 +132,7 @@ def cpu_plan() -> list[tuple[str, list[int], list[str]]]:
 
 def precision_args(gpu_name: str, workload: str, given: list[str] = ()) -> list[str]:
     """bf16 for the tensor-core workloads (fp16 on a T4 or V100), unless `given` names one."""
-    if workload not in ("resnet-ddp", "gpt-ddp") or "--precision" in given:
+    if workload not in ("resnet-ddp", "gpt-ddp", "gpt-fsdp") or "--precision" in given:
         return []
     return ["--precision", "fp16" if re.search(r"\bT4\b|V100", gpu_name.upper()) else "bf16"]
 
@@ -157,10 +159,12 @@ def describe(record: dict) -> str:
         return f"{tp:,.0f} {unit}, epoch {record['epoch_samples'] / tp:.2f} s"
     if w == "resnet-ddp":
         return f"{tp:,.0f} {unit} ({tp / record['world_size']:,.0f}/GPU) {record['model']}"
-    if w == "gpt-ddp":
+    if w in ("gpt-ddp", "gpt-fsdp"):
         mfu = f"{record['mfu']:.1%}" if record.get("mfu") is not None else "n/a"
+        peak = record.get("peak_memory_bytes") or record.get("process_peak_rss_bytes")
+        held = f", peak {peak / 2**30:.2f} GiB ({record.get('peak_memory_kind')})" if peak else ""
         return (f"{tp:,.0f} tokens/s, {record['model_tflops_per_gpu']:.2f} TFLOP/s/GPU, MFU {mfu} "
-                f"({record['params'] / 1e6:.1f}M params)")
+                f"({record['params'] / 1e6:.1f}M params{held})")
     if w == "recsys-ddp":
         return f"{tp:,.0f} {unit}, epoch {record['epoch_samples'] / tp:.2f} s"
     if w == "allreduce":
