@@ -28,28 +28,6 @@ def cloud(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_bench_rents_sweeps_reports_and_terminates(cloud, tmp_path, cli):
-    results = tmp_path / "results"
-    results.mkdir()
-    script = tiny_script(tmp_path)
-    code, out, err = cli("bench", "lambda", "--yes", "--gpus", "2", "--workload", str(script),
-                         "--counts", "1,4", "--name", "b1", "--results", str(results))
-    assert code == 0, err
-    records = ResultsStore(results).load().records
-    assert [(r["gpu_count"], r["status"], r["provider"]) for r in records] == [(1, "ok", "lambda")]
-    entry = Ledger().find("b1")
-    assert entry.status == "terminated"
-    assert records[0]["instance_type"] == entry.instance_type and entry.instance_type
-    assert records[0]["gpu_name"] == entry.gpu_name
-    assert records[0]["price_per_hour"] == pytest.approx(entry.price_per_hour / 2)  # 1 GPU of 2
-    assert "[1 gpu] rank 0 of 1 started" in out and "skipping 4 GPUs" in out
-    assert "b1 terminated; the whole bench cost $" in out
-    # it ran on the mock's CPU, whatever GPU the mock advertises: the record and the table say so
-    assert (records[0]["device"], records[0]["mock_instance"]) == ("cpu", True)
-    assert "on a CPU standing in for GPUs" in out and "(mock, CPU)" in out
-
-
-@pytest.mark.slow
 def test_bench_terminates_when_the_sweep_fails(cloud, tmp_path, cli):
     code, out, err = cli("bench", "lambda", "--yes", "--gpus", "1", "--workload", "mnist-ddp",
                          "--name", "b2", "--remote-python", "/no/such/python",
@@ -73,22 +51,6 @@ def test_bench_terminates_on_ctrl_c(cloud, tmp_path, cli, monkeypatch):
     assert code == 130, (out, err)
     assert Ledger().find("b3").status == "terminated"
     assert "b3 terminated; the whole bench cost $" in out
-
-
-@pytest.mark.slow
-def test_bench_sends_a_project_with_workdir(cloud, tmp_path, cli):
-    from tests.remote.test_workdir import project
-
-    proj = project(tmp_path)
-    results = tmp_path / "results"
-    results.mkdir()
-    code, out, err = cli("bench", "runpod", "--yes", "--gpus", "1", "--workload",
-                         str(proj / "train.py"), "--workdir", str(proj), "--name", "b4",
-                         "--no-preflight", "--results", str(results))
-    assert code == 0, err
-    records = ResultsStore(results).load().records
-    assert [(r["status"], r["throughput"]) for r in records] == [("ok", 200.0)]
-    assert Ledger().find("b4").status == "terminated"
 
 
 def test_bench_workdir_without_a_script_is_one_line(tmp_path, cli):
@@ -185,11 +147,19 @@ def test_bench_on_two_hosts_in_turn_records_each_host_and_what_it_cost(cloud, tm
     results.mkdir()
     script = tiny_script(tmp_path)
     code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", str(script),
-                         "--counts", "1", "--hosts", "2", "--name", "bh", "--no-preflight",
+                         "--counts", "1,4", "--hosts", "2", "--name", "bh", "--no-preflight",
                          "--results", str(results))
     assert code == 0, (out, err)
     records = ResultsStore(results).load().records
-    assert len(records) == 2 and all(r["status"] == "ok" for r in records)
+    assert [(r["gpu_count"], r["status"], r["provider"]) for r in records] == [(1, "ok", "vast")] * 2
+    assert "[1 gpu] rank 0 of 1 started" in out and "skipping 4 GPUs" in out
+    for r in records:
+        entry = Ledger().by_instance("vast", r["instance_id"])
+        assert (r["instance_type"], r["gpu_name"]) == (entry.instance_type, entry.gpu_name)
+        assert r["price_per_hour"] == pytest.approx(entry.price_per_hour)
+    # it ran on the mock's CPU, whatever GPU the mock advertises: the records and the table say so
+    assert {(r["device"], r["mock_instance"]) for r in records} == {("cpu", True)}
+    assert "on a CPU standing in for GPUs" in out and "(mock, CPU)" in out
     hosts = {r["host_id"] for r in records}
     assert len(hosts) == 2 and None not in hosts               # two distinct Vast.ai machines
     rows = {r.name: r for r in Ledger().entries(include_done=True)}
@@ -206,16 +176,19 @@ def test_bench_on_two_hosts_in_turn_records_each_host_and_what_it_cost(cloud, tm
 
 
 @pytest.mark.slow
-def test_bench_on_two_hosts_at_once(cloud, tmp_path, cli):
+def test_bench_on_two_hosts_at_once_each_sent_the_project(cloud, tmp_path, cli):
+    from tests.remote.test_workdir import project
+
+    proj = project(tmp_path)
     results = tmp_path / "results"
     results.mkdir()
-    script = tiny_script(tmp_path)
-    code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", str(script),
-                         "--counts", "1", "--hosts", "2", "--parallel", "--name", "bp",
+    code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", str(proj / "train.py"),
+                         "--workdir", str(proj), "--counts", "1", "--hosts", "2", "--parallel", "--name", "bp",
                          "--no-preflight", "--results", str(results))
     assert code == 0, (out, err)
     records = ResultsStore(results).load().records
     assert len({r["host_id"] for r in records}) == 2 and len(records) == 2
+    assert [(r["status"], r["throughput"]) for r in records] == [("ok", 200.0)] * 2   # the project's own
     assert "[bp-1] " in out and "[bp-2] " in out
     assert all(r.status == "terminated" for r in Ledger().entries(include_done=True))
 

@@ -1,7 +1,7 @@
 """Clusters on the mock cloud's own instances in namespace mode when things go wrong:
-a member that dies mid-run, a member that never boots (all or nothing); and bench
-sweeping node counts on a cluster it rents and gives back. Lambda's clusters end to
-end are these (Vast.ai's and RunPod's: test_cluster_e2e_mock.py)."""
+a member that dies mid-run, a member that never boots (all or nothing). Lambda's
+clusters end to end are these (Vast.ai's and RunPod's: test_cluster_e2e_mock.py; bench
+sweeping node counts on a cluster it rents: test_vast_overlay.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from gpubench.lifecycle.provision import Deadlines, ProvisionRequest
 from gpubench.mock import netns
 from gpubench.store.results import ResultsStore
 from tests.helpers import LOOPING
-from tests.lifecycle.cluster_mock import TINY, assert_down, cloud, provision, run_args  # noqa: F401
-from tests.lifecycle.test_cluster_e2e_mock import check_provisioned, check_two_node_record
-from tests.lifecycle.test_cluster_provision import second_vast_machine
+from tests.lifecycle.cluster_mock import assert_down, cloud, provision, run_args  # noqa: F401
+from tests.lifecycle.test_cluster_e2e_mock import check_provisioned
 
 pytestmark = pytest.mark.slow
 
@@ -92,27 +91,3 @@ def test_a_member_that_never_boots_leaves_nothing_rented(cloud, cli):
                                       for r in rows)
         assert ledger.cluster_members("c") == []
     assert not [ns for ns in netns.namespaces() if ns.startswith(cloud.engine.network.bridge + "-")]
-
-
-def test_bench_sweeps_node_counts_on_a_cluster_and_takes_every_member_down(cloud, cli, tmp_path):
-    second_vast_machine(cloud, 2)
-    # one process a node: two nodes of two processes are tests/launch/test_cluster_e2e.py's
-    code, out, err = cli("bench", "lambda", "--gpus", "2", "--nodes", "1,2", "--workload", "mnist-ddp",
-                         "--counts", "1", "--name", "bc", "--yes", "--no-preflight", "--repeat", "1",
-                         "--ssh-timeout", "60", "--results", str(tmp_path / "results"),
-                         "--", *TINY["mnist-ddp"])
-    assert code == 0, out + err
-    records = ResultsStore(tmp_path / "results").load().records
-    assert [(r["nodes"], r["world_size"], r["status"], r["cluster"]) for r in records] == [
-        (1, 1, "ok", "bc"), (2, 2, "ok", "bc")], out[-3000:]
-    assert records[1]["links"][0]["gbps"] > 0
-    assert "links" not in records[0]        # one node: no link in the run
-    with Ledger() as ledger:
-        members = ledger.cluster_members("bc", include_done=True)
-    check_two_node_record("lambda", records[1], members, out)
-    assert "link head->node1: " in out and "Gb/s over the private network" in out
-    assert "node speedup" in out  # the report's node scaling beside the GPU scaling
-    assert "cluster bc: all 2 members terminated and confirmed gone" in out
-    assert cloud.engine.store.instances() == []
-    with Ledger() as ledger:
-        assert ledger.cluster_members("bc") == []

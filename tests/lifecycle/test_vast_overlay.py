@@ -2,8 +2,8 @@
 one physical cluster are preferred and joined by an overlay; where none has the machines,
 the public internet only with the user's agreement (--public-network), else a one-line
 refusal under --yes; outside the mock's namespace mode the overlay is refused in one
-line. End to end in namespace mode: provision, a short run over the overlay's private
-addresses, down, and the overlay gone after the members."""
+line. End to end in namespace mode: bench rents the cluster, sweeps node counts over the
+overlay's private addresses and gives it all back, the overlay last."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from gpubench.store.ledger import Ledger
 from gpubench.store.results import ResultsStore
 from tests.helpers import mock_cloud, one_line
-from tests.lifecycle.cluster_mock import TINY, cloud as netns_cloud, run_args  # noqa: F401
+from tests.lifecycle.cluster_mock import TINY, cloud as netns_cloud  # noqa: F401
 from tests.lifecycle.test_cluster_provision import second_vast_machine
 
 
@@ -71,39 +71,34 @@ def _bridges() -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_two_node_cluster_over_an_overlay_end_to_end(netns_cloud, cli, tmp_path, monkeypatch):
+def test_bench_on_a_two_node_cluster_over_an_overlay_end_to_end(netns_cloud, cli, tmp_path, monkeypatch):
+    """bench vast --nodes 1,2: machines of one physical cluster joined by an overlay, a
+    sweep of node counts over the members' private addresses, then every member down
+    and the overlay after them (bench's teardown is `gpubench down`'s), confirmed gone."""
     monkeypatch.chdir(tmp_path)
-    code, out, err = cli("provision", "vast", "--gpus", "4", "--nodes", "2", "--name", "c", "--yes",
-                         "--ssh-timeout", "60")
-    assert code == 0, out + err
-    assert "physical cluster 7001" in out and "network: vast overlay network gpubench-c (10.233." in out, out
-    with Ledger() as ledger:
-        members = ledger.cluster_members("c")
-    overlay_id = members[0].overlay_id
-    assert overlay_id and {m.overlay_id for m in members} == {overlay_id}
-    listed = netns_cloud.engine.store.meta("vast_overlays")
-    subnet = ipaddress.ip_network(json.loads(listed)[overlay_id]["internal_subnet"])
-    assert all(ipaddress.ip_address(m.private_ip) in subnet for m in members)
-    assert len({m.private_ip for m in members}) == 2 and all(not m.port_map for m in members)
-    assert "over the private network" in out          # the link was measured over the overlay
-    bridge = netns_cloud.engine.network.overlay_bridge(json.loads(listed)[overlay_id]["net"])
-    assert bridge in _bridges()
-
-    code, out, err = cli("run", "mnist-ddp", *run_args(tmp_path, "--nodes", "2", "--gpus", "1"),
+    bridges_before = _bridges()
+    code, out, err = cli("bench", "vast", "--gpus", "4", "--nodes", "1,2", "--workload", "mnist-ddp",
+                         "--counts", "1", "--name", "bc", "--yes", "--no-preflight", "--repeat", "1",
+                         "--ssh-timeout", "60", "--results", str(tmp_path / "results"),
                          "--", *TINY["mnist-ddp"])
-    assert code == 0, out + err
+    said = out + err
+    assert code == 0, said
+    assert "physical cluster 7001" in said and "network: vast overlay network gpubench-bc (10.233." in said, said
     records = ResultsStore(tmp_path / "results").load().records
-    assert [(r["nodes"], r["world_size"], r["status"]) for r in records] == [(2, 2, "ok")], out[-3000:]
-    assert records[0]["node_network"] == "private"
-    assert records[0]["node_addresses"] == [m.private_ip for m in members]
-
-    code, out, err = cli("down", "c", "--yes")
-    assert code == 0, out + err
-    assert "overlay " + overlay_id + " deleted and confirmed gone" in err
+    assert [(r["nodes"], r["world_size"], r["status"], r["cluster"]) for r in records] == [
+        (1, 1, "ok", "bc"), (2, 2, "ok", "bc")], said[-3000:]
+    two = records[1]
+    assert two["node_network"] == "private" and two["links"][0]["gbps"] > 0
+    assert "links" not in records[0]                  # one node: no link in the run
+    assert all(ipaddress.ip_address(a) in ipaddress.ip_network("10.233.0.0/16") for a in two["node_addresses"])
+    assert "over the private network" in said          # the link was measured over the overlay
+    assert "node speedup" in said                      # the report's node scaling beside the GPU scaling
+    assert "cluster bc: all 2 members terminated and confirmed gone" in said
+    assert "deleted and confirmed gone" in said        # the overlay, after the members
     assert netns_cloud.engine.store.instances() == []
-    assert json.loads(netns_cloud.engine.store.meta("vast_overlays")) == {}
-    assert bridge not in _bridges()
+    assert json.loads(netns_cloud.engine.store.meta("vast_overlays") or "{}") == {}
+    assert _bridges() <= bridges_before                # its bridge went with it
     with Ledger() as ledger:
-        rows = ledger.cluster_members("c", include_done=True)
-        assert rows and all(r.termination_confirmed and r.overlay_gone_at for r in rows)
-        assert ledger.overlays_left() == []
+        rows = ledger.cluster_members("bc", include_done=True)
+        assert rows and all(r.termination_confirmed and r.overlay_id and r.overlay_gone_at for r in rows)
+        assert ledger.cluster_members("bc") == [] and ledger.overlays_left() == []
