@@ -11,16 +11,14 @@ as they come. Safe to call from the machines' threads.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 
-from gpubench.cli.progress import PLAIN_EVERY_S, LiveDisplay, REFRESH_PER_S, RunState, clock_text, status_line
+from gpubench.cli.progress import PLAIN_EVERY_S, LiveDisplay, RunState, clock_text, status_line
 from gpubench.sweep.events import RunStarted, RunStep
 
 Echo = Callable[[str], None]
@@ -51,23 +49,8 @@ class Board(LiveDisplay):
                  quiet: bool = False, live: bool | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  plain_every_s: float = PLAIN_EVERY_S) -> None:
-        self.console = console or Console(highlight=False, soft_wrap=True)
-        self.quiet = quiet
-        self.live = (self.console.is_terminal and not quiet) if live is None else live
-        self.clock = clock
-        self.plain_every_s = plain_every_s
-        self.started_at = clock()
+        super().__init__(console, quiet, live, clock, plain_every_s)
         self.rows = {name: Row(name, label, since=self.started_at) for name, label in machines}
-        self._lock = threading.RLock()
-        self._live: Live | None = None
-
-    # ------------------------------------------------------------------ lifetime
-    def __enter__(self) -> "Board":
-        if self.live:
-            self._live = Live(self, console=self.console, refresh_per_second=REFRESH_PER_S,
-                              transient=True, redirect_stdout=True, redirect_stderr=False)
-            self._live.start()
-        return self
 
     # ------------------------------------------------------------------ input
     def say(self, line: str) -> None:

@@ -98,9 +98,25 @@ def status_line(run: RunState, now: float, spent_s: float, named: bool = True) -
 class LiveDisplay:
     """What every live display does (the sweep's progress, the bench's board): stops
     for a question and comes back, ends with its `with`, and is an echo (a callable of
-    one line). A subclass starts `_live` and says what a line does (`say`)."""
+    one line). A subclass says what a line does (`say`) and what is shown (`__rich__`)."""
 
-    _live: Live | None = None
+    def __init__(self, console: Console | None, quiet: bool, live: bool | None,
+                 clock: Callable[[], float], plain_every_s: float) -> None:
+        self.console = console or Console(highlight=False, soft_wrap=True)
+        self.quiet = quiet
+        self.live = (self.console.is_terminal and not quiet) if live is None else live
+        self.clock = clock
+        self.plain_every_s = plain_every_s
+        self.started_at = clock()
+        self._lock = threading.RLock()
+        self._live: Live | None = None
+
+    def __enter__(self):
+        if self.live:
+            self._live = Live(self, console=self.console, refresh_per_second=REFRESH_PER_S,
+                              transient=True, redirect_stdout=True, redirect_stderr=False)
+            self._live.start()
+        return self
 
     def say(self, line: str) -> None:
         raise NotImplementedError
@@ -139,25 +155,10 @@ class Progress(LiveDisplay):
     def __init__(self, console: Console | None = None, quiet: bool = False,
                  live: bool | None = None, clock: Callable[[], float] = time.monotonic,
                  plain_every_s: float = PLAIN_EVERY_S) -> None:
-        self.console = console or Console(highlight=False, soft_wrap=True)
-        self.quiet = quiet
-        self.live = (self.console.is_terminal and not quiet) if live is None else live
-        self.clock = clock
-        self.plain_every_s = plain_every_s
-        self.started_at = clock()
+        super().__init__(console, quiet, live, clock, plain_every_s)
         self.run: RunState | None = None
         self._said = ("", self.started_at)       # the last plain line, and when
         self._plain_step_at = float("-inf")
-        self._lock = threading.RLock()
-        self._live: Live | None = None
-
-    # ------------------------------------------------------------------ lifetime
-    def __enter__(self) -> "Progress":
-        if self.live:
-            self._live = Live(self, console=self.console, refresh_per_second=REFRESH_PER_S,
-                              transient=True, redirect_stdout=True, redirect_stderr=False)
-            self._live.start()
-        return self
 
     # ------------------------------------------------------------------ input
     def say(self, line: str) -> None:
