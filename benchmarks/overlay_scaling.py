@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpubench.mock import NETNS, MockCloud
+from gpubench.mock import NETNS, MockCloud, netns
 from gpubench.predict.for_records import CPU_OVERLAP
 from gpubench.predict.model import MEASURED, Figure, StepInputs, step_time
 from gpubench.predict.links import between_machines
@@ -43,10 +43,9 @@ def gpubench(*args: str, env: dict, cwd: Path, check: bool = True) -> subprocess
     return done
 
 
-def member_namespaces(state: Path) -> list[str]:
-    """The namespaces of the mock's instances (gbm<id>-<k>), in order."""
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-    return sorted(n for n in names if n.startswith("gbm"))
+def member_namespaces(cloud: MockCloud) -> list[str]:
+    """The namespaces of this mock's instances (<its bridge>-<k>), in order."""
+    return sorted(n for n in netns.namespaces() if n.startswith(cloud.engine.network.bridge + "-"))
 
 
 def shape(namespaces: list[str], rate: str) -> None:
@@ -130,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"provision: {line.strip()}")
             try:
                 plain = sweep("over the overlay", env, work, tmp / "plain", args.repeat)
-                shape(member_namespaces(tmp / "mock"), args.rate)
+                shape(member_namespaces(cloud), args.rate)
                 shaped = sweep(f"over the overlay shaped to {args.rate} (tc tbf)", env, work, tmp / "shaped",
                                args.repeat)
                 print("\nresnet-ddp (ResNet-18 at width 8, 32x32 images, batch 16 a process), 1 process a node:")

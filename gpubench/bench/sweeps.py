@@ -49,16 +49,14 @@ def _link_checked(launcher, machine, points, req: BenchRequest, echo: Echo):
     put through the performance model (gpubench.sweep.link_check); asked where more nodes
     are predicted slower than one (a bench without a question to ask was agreed to with --yes)."""
     from gpubench.launch.cluster import ClusterLauncher
-    from gpubench.predict.records import records_for_prediction
     from gpubench.suite import args_for
-    from gpubench.sweep import link_check
+    from gpubench.sweep.link_check import points_to_run
 
     if not isinstance(launcher, ClusterLauncher):
         return points
-    records = records_for_prediction(req.results)[0]
     workloads = [(w.name, args_for(w, req.workload_args, req.per_workload_args)) for w in req.workloads]
-    checked = link_check.check(launcher.cluster, machine, points, workloads, records)
-    return link_check.settle(checked, points, req.ask is None, req.ask, echo)
+    return points_to_run(launcher.cluster, machine, points, workloads, req.results, req.ask is None,
+                         req.ask, echo)
 
 
 def spending_for(ledger, row_id: int, budget: float | None):

@@ -94,8 +94,10 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
         # after a run that hit --timeout: ask before the larger counts (none asked under --yes)
         ask = asker(yes, lambda: _asking(say, output))
         if target.cluster is not None and target.member is None:   # before the first run is paid
-            points = _link_checked(target.cluster, launcher.machine(), points, ref.name, args, store,
-                                   yes, ask, say)
+            from gpubench.sweep.link_check import points_to_run
+
+            points = points_to_run(target.cluster, launcher.machine(), points, [(ref.name, args)],
+                                   store.directory, yes, ask, say)
         from gpubench.sweep.predicted import WithPredictions   # each record with its forecast
 
         plan, result = sweep_new_run(launcher, ref, points, args, WithPredictions(store), say, timeout,
@@ -121,18 +123,6 @@ def _report(output, store, plan, result, workload: str) -> None:
                                  all_ok=result.all_ok))
     if not result.all_ok:
         raise typer.Exit(1)
-
-
-def _link_checked(cluster, machine, points, workload: str, args: list[str], store, yes: bool, ask,
-                  say) -> list:
-    """The points to run once the link measured between the cluster's members has been put
-    through the performance model (gpubench.sweep.link_check)."""
-    from gpubench.predict.records import records_for_prediction
-    from gpubench.sweep import link_check
-
-    records = records_for_prediction(store.directory)[0]
-    checked = link_check.check(cluster, machine, points, [(workload, args)], records)
-    return link_check.settle(checked, points, yes, ask, say)
 
 
 @contextlib.contextmanager

@@ -186,3 +186,13 @@ def settle(checked: LinkCheck | None, points: list[SweepPoint], yes: bool, ask: 
         raise LinkRefused("not run: the multi-node points were declined and no one-node point was asked for")
     say(f"multi-node points left out: running {', '.join(p.describe() for p in kept)} only")
     return kept
+
+
+def points_to_run(cluster: ClusterHosts, machine: Machine, points: list[SweepPoint],
+                  workloads: list[tuple[str, list[str]]], results, yes: bool, ask: Ask | None,
+                  say: Callable[[str], None]) -> list[SweepPoint]:
+    """`check` against the records in `results` (and the reference records), then `settle`."""
+    from gpubench.predict.records import records_for_prediction
+
+    records = records_for_prediction(results)[0]
+    return settle(check(cluster, machine, points, workloads, records), points, yes, ask, say)
