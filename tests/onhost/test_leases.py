@@ -1,7 +1,8 @@
 """Two sweeps on one machine and one remote directory leave each other's runs
 alone; a run whose sweep is gone (connection lost, gpubench killed) is stopped
 by the next sweep that comes. The lease module is checked here directly, and
-through a real sshd."""
+through a real sshd (one test: the sweep that stops a killed gpubench's run is the
+one a second sweep then leaves alone)."""
 
 import os
 import subprocess
@@ -77,11 +78,64 @@ def test_usage(capsys):
     assert "usage:" in capsys.readouterr().err
 
 
+def _running(name: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if name in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
 @pytest.mark.slow
-def test_a_second_sweep_leaves_a_running_one_alone(sshd, tmp_path, remote_python):
+def test_the_next_sweep_stops_a_killed_gpubenchs_run_and_a_second_leaves_a_running_one_alone(
+        sshd, tmp_path, remote_python):
+    """One sshd, three sweeps: the run of a SIGKILLed gpubench is stopped by the next
+    sweep that comes; that sweep's own run is then left alone by a second sweep beside it."""
+    from tests.remote.helpers import cli_args
+
+    killed = tiny_script(tmp_path, name="tiny_killed.py")
+    (tmp_path / "results").mkdir()
+    seen: list[str] = []
+    controller = start_gpubench(
+        "run", str(killed), "--gpus", "1", "--results", str(tmp_path / "results"),
+        *cli_args(sshd, remote_python, tmp_path), "--", "--sleep", "120", stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = controller.stdout.readline()
+            seen.append(line)
+            if "started" in line or not line:
+                break
+        assert "started" in line, "".join(seen)
+    finally:
+        controller.kill()  # no chance to stop anything: SIGKILL
+        controller.wait(10)
+    assert _running(killed.name)  # the run goes on without its controller
+
+    # the next sweep: its session stops the killed one's run
+    echoed: list[str] = []
+    deadline = time.monotonic() + 20  # sshd notices the closed socket at once; allow slack
+    stopped = 0
+    while True:
+        first = open_session(sshd, remote_python, tmp_path, echo=echoed.append)
+        stopped = sum("left over" in line for line in echoed)
+        if stopped or time.monotonic() >= deadline:
+            break
+        first.close()
+        time.sleep(0.5)
+    try:
+        assert stopped == 1, echoed
+        assert _running(killed.name) == []
+    except BaseException:
+        first.close()
+        raise
+
+    # that sweep runs; a second sweep beside it leaves its run alone
     script = tiny_script(tmp_path, name="tiny_shared.py")
     workload = suite.resolve(str(script))
-    first = open_session(sshd, remote_python, tmp_path)
     first.prepare(workload)
     lines: list[str] = []
     started = threading.Event()
@@ -99,7 +153,7 @@ def test_a_second_sweep_leaves_a_running_one_alone(sshd, tmp_path, remote_python
         thread = threading.Thread(target=run_first)
         thread.start()
         assert started.wait(30), "\n".join(lines)
-        echoed: list[str] = []
+        echoed = []
         second = open_session(sshd, remote_python, tmp_path, echo=echoed.append)
         with second:
             second.prepare(workload)
@@ -109,50 +163,3 @@ def test_a_second_sweep_leaves_a_running_one_alone(sshd, tmp_path, remote_python
     assert not any("left over" in line for line in echoed), echoed
     assert outcome["first"].returncode == 0 and outcome["first"].record is not None, lines
     assert list((tmp_path / "remote" / "runs").iterdir()) == []
-
-
-def _running(name: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if name in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
-                found.append(pid)
-        except OSError:
-            pass
-    return found
-
-
-@pytest.mark.slow
-def test_the_run_of_a_killed_gpubench_is_stopped_by_the_next_sweep(sshd, tmp_path,
-                                                                   remote_python):
-    from tests.remote.helpers import cli_args
-
-    script = tiny_script(tmp_path, name="tiny_killed.py")
-    (tmp_path / "results").mkdir()
-    seen: list[str] = []
-    controller = start_gpubench(
-        "run", str(script), "--gpus", "1", "--results", str(tmp_path / "results"),
-        *cli_args(sshd, remote_python, tmp_path), "--", "--sleep", "120", stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = controller.stdout.readline()
-            seen.append(line)
-            if "started" in line or not line:
-                break
-        assert "started" in line, "".join(seen)
-    finally:
-        controller.kill()  # no chance to stop anything: SIGKILL
-        controller.wait(10)
-    assert _running(script.name)  # the run goes on without its controller
-
-    echoed: list[str] = []
-    deadline = time.monotonic() + 20  # sshd notices the closed socket at once; allow slack
-    stopped = 0
-    while time.monotonic() < deadline and not stopped:
-        launcher = open_session(sshd, remote_python, tmp_path, echo=echoed.append)
-        launcher.close()
-        stopped = sum("left over" in line for line in echoed)
-        time.sleep(0.5)
-    assert stopped == 1, echoed
-    assert _running(script.name) == []

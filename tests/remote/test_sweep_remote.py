@@ -1,5 +1,7 @@
 """Sweeps over SSH against a real sshd: end to end, skip and --force, a failing
-run, Ctrl-C, a connection cut mid-sweep, packages installed once."""
+run, Ctrl-C, a connection cut mid-sweep, packages installed once. A session costs
+seconds (its environment check starts torch), so where behaviours can share a
+session or a sweep, one test shows them all."""
 
 import os
 from pathlib import Path
@@ -47,19 +49,6 @@ def test_mnist_sweep_end_to_end_then_skipped(sshd, tmp_path, cli, remote_python)
     assert len(_records(results)) == 2
 
 
-def test_failed_run_is_recorded_and_the_sweep_goes_on(sshd, tmp_path, cli, remote_python):
-    results = tmp_path / "results"
-    results.mkdir()
-    script = tiny_script(tmp_path)
-    code, out, _ = cli("run", str(script), "--gpus", "1,2", "--results", str(results),
-                       *cli_args(sshd, remote_python, tmp_path), "--", "--fail-at", "1")
-    assert code == 1
-    failed, ok = _records(results)
-    assert failed["status"] == "failed" and "CUDA out of memory" in failed["error"]
-    assert ok["status"] == "ok" and ok["gpu_count"] == 2
-    assert "[1 gpu] failed: RuntimeError: CUDA out of memory" in out
-
-
 def _plan(script: Path, counts, args=()) -> SweepPlan:
     return SweepPlan(suite.resolve(str(script)), one_node(counts), list(args), "run-test", 120)
 
@@ -75,22 +64,12 @@ def _cut_when(sshd, marker: str, lines: list[str]):
     return echo
 
 
-def test_connection_cut_mid_run_reconnects_and_reruns_that_count(sshd, tmp_path,
-                                                                 remote_python):
-    results = ResultsStore(tmp_path)
-    script = tiny_script(tmp_path)
-    lines: list[str] = []
-    echo = _cut_when(sshd, "rank 0 of 2 started", lines)
-    launcher = open_session(sshd, remote_python, tmp_path, reconnects=2, echo=echo)
-    with launcher:  # the sweep gets the script there first
-        result = sweep(launcher, _plan(script, [2], ["--sleep", "2", "--sleep-at", "2"]),
-                       results, echo)
-    assert [(r["gpu_count"], r["status"]) for r in result.records] == [(2, "ok")]
-    assert any("reconnecting (attempt 1 of 2)" in line for line in lines), "\n".join(lines)
-    assert any("running this count again" in line for line in lines)
-
-
-def test_sweep_resumes_at_first_count_without_a_record(sshd, tmp_path, remote_python):
+def test_a_lost_sweep_resumes_a_cut_run_reruns_packages_install_once_ctrl_c_stops_a_run(
+        sshd, tmp_path, remote_python):
+    """One sshd, two sessions: a sweep that cannot reconnect is resumed by the next one
+    (count 1 kept, the orphaned run stopped); on that next sweep's session, a connection
+    cut mid-run reconnects and runs that count again; a script's package is installed
+    by its first prepare only; Ctrl-C during a run stops it on the machine."""
     results = ResultsStore(tmp_path)
     script = tiny_script(tmp_path, name="tiny_resume.py")
     lines: list[str] = []
@@ -104,29 +83,46 @@ def test_sweep_resumes_at_first_count_without_a_record(sshd, tmp_path, remote_py
 
     # the same sweep again: count 1 is kept, count 2 runs (and is cut short by its timeout)
     lines.clear()
-    launcher = open_session(sshd, remote_python, tmp_path, echo=lines.append)
+    session_echo = [lines.append]   # where the session's lines go: swapped for the cut below
+    launcher = open_session(sshd, remote_python, tmp_path, reconnects=2,
+                            echo=lambda line: session_echo[0](line))
     plan.timeout = 1
     with launcher:
         result = sweep(launcher, plan, results, lines.append)
-    assert any("left over from a lost connection" in line for line in lines)
-    assert list(result.skipped) == [SweepPoint(1, 1)]
-    assert [(r["gpu_count"], r["error"]) for r in result.records] == [(2, "timed out after 1s")]
-    assert _running(script.name) == []
+        assert any("left over from a lost connection" in line for line in lines)
+        assert list(result.skipped) == [SweepPoint(1, 1)]
+        assert [(r["gpu_count"], r["error"]) for r in result.records] == [(2, "timed out after 1s")]
+        assert _running(script.name) == []
 
+        # a connection cut mid-run: reconnected, that count is run again from the start
+        cut_lines: list[str] = []
+        session_echo[0] = _cut_when(sshd, "rank 0 of 2 started", cut_lines)
+        (tmp_path / "cut").mkdir()
+        cut = sweep(launcher, _plan(tiny_script(tmp_path), [2], ["--sleep", "2", "--sleep-at", "2"]),
+                    ResultsStore(tmp_path / "cut"), session_echo[0])
+        assert [(r["gpu_count"], r["status"]) for r in cut.records] == [(2, "ok")]
+        assert any("reconnecting (attempt 1 of 2)" in line for line in cut_lines), "\n".join(cut_lines)
+        assert any("running this count again" in line for line in cut_lines)
 
-def test_ctrl_c_stops_the_remote_run(sshd, tmp_path, remote_python):
-    script = tiny_script(tmp_path, name="tiny_ctrl_c.py")
-    launcher = open_session(sshd, remote_python, tmp_path)
-    workload = suite.resolve(str(script))
-    launcher.prepare(workload)
+        # a required package, prepared twice: installed once (typer is installed already,
+        # so pip answers without the network)
+        installs: list[str] = []
+        session_echo[0] = installs.append
+        packaged = tiny_script(tmp_path, name="tiny_ctrl_c.py", header="# requires: typer\n")
+        workload = suite.resolve(str(packaged))
+        launcher.prepare(workload)
+        launcher.prepare(suite.resolve(str(packaged)))
+        assert sum("installing typer" in line for line in installs) == 1
+        assert (tmp_path / "remote" / "state" / "installed" / "typer").exists()
 
-    def interrupt(line: str) -> None:
-        if "started" in line:
-            raise KeyboardInterrupt
+        # Ctrl-C while that script runs
+        def interrupt(line: str) -> None:
+            if "started" in line:
+                raise KeyboardInterrupt
 
-    with launcher, pytest.raises(KeyboardInterrupt):
-        launcher.run(workload, SweepPoint(1, 2), ["--sleep", "60"], interrupt, 120)
-    assert _running(script.name) == []
+        with pytest.raises(KeyboardInterrupt):
+            launcher.run(workload, SweepPoint(1, 2), ["--sleep", "60"], interrupt, 120)
+    assert _running(packaged.name) == []
     assert list((tmp_path / "remote" / "runs").iterdir()) == []
 
 
@@ -141,19 +137,11 @@ def _cmdline_has(pid: str, text: str) -> bool:
         return False
 
 
-def test_required_package_installed_once_per_machine(sshd, tmp_path, remote_python):
-    # typer is installed already, so pip answers without the network
-    script = tiny_script(tmp_path, header="# requires: typer\n")
-    lines: list[str] = []
-    launcher = open_session(sshd, remote_python, tmp_path, echo=lines.append)
-    with launcher:
-        launcher.prepare(suite.resolve(str(script)))
-        launcher.prepare(suite.resolve(str(script)))
-    assert sum("installing typer" in line for line in lines) == 1
-    assert (tmp_path / "remote" / "state" / "installed" / "typer").exists()
-
-
-def test_on_a_ledger_instance_by_name(sshd, tmp_path, cli, remote_python):
+def test_on_a_ledger_instance_a_failed_count_is_recorded_and_the_sweep_goes_on(
+        sshd, tmp_path, cli, remote_python):
+    """One sweep serves both: a machine of the ledger's, named by --on, lends its records
+    the ledger's type, GPU and price; a count that fails (an OOM) gets a failed record
+    and the next count still runs; a recorded count is skipped, and run again with --force."""
     from gpubench.store.ledger import Ledger
 
     with Ledger() as ledger:
@@ -164,17 +152,23 @@ def test_on_a_ledger_instance_by_name(sshd, tmp_path, cli, remote_python):
     results = tmp_path / "results"
     results.mkdir()
     script = tiny_script(tmp_path)
-    argv = ["run", str(script), "--on", "box1", "--gpus", "1,4", "--results", str(results),
-            "--remote-python", remote_python, "--remote-dir", str(tmp_path / "remote")]
-    code, out, err = cli(*argv)
-    assert code == 0, err
-    (record,) = _records(results)
-    assert (record["provider"], record["instance_type"], record["gpu_name"]) == (
-        "lambda", "gpu_2x_a10", "A10")
-    assert record["price_per_hour"] == 0.75 and record["instance_price_per_hour"] == 1.5
+    on_box1 = ["--on", "box1", "--results", str(results), "--remote-python", remote_python,
+               "--remote-dir", str(tmp_path / "remote")]
+    code, out, err = cli("run", str(script), "--gpus", "1,2,4", *on_box1, "--", "--fail-at", "1")
+    assert code == 1, err
+    failed, ok = _records(results)
+    assert failed["status"] == "failed" and "CUDA out of memory" in failed["error"]
+    assert ok["status"] == "ok" and ok["gpu_count"] == 2
+    assert "[1 gpu] failed: RuntimeError: CUDA out of memory" in out
+    for record in (failed, ok):
+        assert (record["provider"], record["instance_type"], record["gpu_name"]) == (
+            "lambda", "gpu_2x_a10", "A10")
+        assert record["instance_price_per_hour"] == 1.5
+    assert failed["price_per_hour"] == 0.75 and ok["price_per_hour"] == 1.5  # a share of the machine
     assert "skipping 4 GPUs: gpu_2x_a10 has 2" in out
     # recorded already: skipped; with --force: run again
-    code, out, _ = cli(*argv)
-    assert code == 0 and len(_records(results)) == 1
-    assert "[1 gpu] already recorded" in out
-    assert cli(*argv, "--force").code == 0 and len(_records(results)) == 2
+    argv = ["run", str(script), "--gpus", "2", *on_box1]
+    code, out, _ = cli(*argv, "--", "--fail-at", "1")
+    assert code == 0 and len(_records(results)) == 2
+    assert "[2 gpus] already recorded" in out
+    assert cli(*argv, "--force", "--", "--fail-at", "1").code == 0 and len(_records(results)) == 3

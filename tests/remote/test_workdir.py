@@ -1,6 +1,7 @@
 """`gpubench run proj/train.py --workdir proj --on HOST`: a user's project goes along
 whole (less what its .gitignore names and .git), runs start in it, and its
-modules import as they do at home. Without --workdir the failed import says so."""
+modules import as they do at home. Without --workdir the failed import says so
+(one sshd serves both runs)."""
 
 import os
 from pathlib import Path
@@ -12,8 +13,8 @@ from tests.remote.helpers import cli_args
 
 TRAIN = """\
 import json, os
-import torch.distributed as dist
-import model                                  # a module beside the script
+import model                                  # a module beside the script (first: a
+import torch.distributed as dist              # run without it fails before torch loads)
 scale = float(open("config.txt").read())      # read from the directory runs start in
 dist.init_process_group("gloo")               # its processes train together
 if os.environ["RANK"] == "0":
@@ -37,8 +38,20 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_the_project_goes_along_and_runs_start_in_it(sshd, tmp_path, cli, remote_python):
+def test_without_workdir_a_missing_module_says_how_to_send_it_and_with_it_the_project_goes_along(
+        sshd, tmp_path, cli, remote_python):
+    # one sshd serves both runs: first the script alone, then its project with it
     proj = project(tmp_path)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    code, _, _ = cli("run", str(proj / "train.py"), "--gpus", "1", "--results", str(alone),
+                     *cli_args(sshd, remote_python, tmp_path))
+    assert code == 1
+    (record,) = ResultsStore(alone).load().records
+    assert "ModuleNotFoundError: No module named 'model'" in record["error"]
+    assert "--workdir DIR sends its project" in record["error"]
+
+    # with --workdir: the project goes along and runs start in it
     results = tmp_path / "results"
     results.mkdir()
     code, out, _ = cli("run", str(proj / "train.py"), "--workdir", str(proj), "--gpus", "1,2",
@@ -53,19 +66,6 @@ def test_the_project_goes_along_and_runs_start_in_it(sshd, tmp_path, cli, remote
     assert sent_names == [".gitignore", "config.txt", "model.py", "train.py"]
     assert "synced" in out and str(proj) in out
     assert "1 ignored file stays here: data/; list them in .gpubenchignore (as !data/)" in out
-
-
-@pytest.mark.slow
-def test_without_workdir_a_missing_module_says_how_to_send_it(sshd, tmp_path, cli, remote_python):
-    proj = project(tmp_path)
-    results = tmp_path / "results"
-    results.mkdir()
-    code, _, _ = cli("run", str(proj / "train.py"), "--gpus", "1", "--results", str(results),
-                     *cli_args(sshd, remote_python, tmp_path))
-    assert code == 1
-    (record,) = ResultsStore(results).load().records
-    assert "ModuleNotFoundError: No module named 'model'" in record["error"]
-    assert "--workdir DIR sends its project" in record["error"]
 
 
 @pytest.mark.parametrize("workdir, message", [
