@@ -1,8 +1,9 @@
 """gpubench on a real Slurm cluster (tests/launch/slurm_cluster.py: slurmctld and two
 slurmd in network namespaces, one CPU "GPU" each): the sweep over 1 and 2 nodes
-through sbatch in both launch styles, a job that fails, one held past its pending
-deadline, one past its run deadline, Ctrl-C, --dry-run, bad input, and the login
-node over SSH. Jobs are kept short (a few mnist steps, or a script without torch)."""
+through sbatch in both launch styles (srun's through the login node over SSH: one
+sweep carries both), a job that fails, one held past its pending deadline, one past
+its run deadline, Ctrl-C, --dry-run, bad input. Jobs are kept short (a few mnist
+steps, or a script without torch)."""
 
 from __future__ import annotations
 
@@ -97,30 +98,15 @@ def test_mnist_over_one_and_two_nodes_with_torchrun(slurm, cli, tmp_path):
     assert "$/h" in out and "unknown" in out  # no price: no dollar figure
 
 
-def test_mnist_over_one_and_two_nodes_with_srun_tasks(slurm, tmp_path):
-    store = ResultsStore(tmp_path / "results")
-    store.directory.mkdir()
-    lines: list[str] = []
-    options = LaunchOptions(remote_python=PY, remote_dir=str(tmp_path / "cluster"), echo=lines.append,
-                            scheme_options=SlurmOptions(launch="srun", price_per_gpu_hour=2.5,
-                                                        keep_dir=store.directory / "slurm"))
+# srun's launch style over 1 and 2 nodes runs through the login node over SSH (the
+# last test): one sweep carries both. The partition as a machine, with a price, is here.
+def test_the_partition_is_a_machine_priced_per_gpu_hour(slurm, tmp_path):
+    options = LaunchOptions(remote_python=PY, remote_dir=str(tmp_path / "cluster"),
+                            scheme_options=SlurmOptions(launch="srun", price_per_gpu_hour=2.5))
     with open_launcher("slurm", options) as launcher:
         machine = launcher.machine()
-        assert (machine.provider, machine.gpu_count, machine.max_nodes) == ("slurm", 1, 2)
-        assert machine.price_per_hour == 2.5
-        plan = SweepPlan(resolve("mnist-ddp"), [P(1, 1), P(2, 1)], MNIST_ARGS, "srun-run", 120)
-        result = sweep(launcher, plan, store, lines.append)
-    records = result.records
-    assert [(r["nodes"], r["world_size"], r["status"]) for r in records] == [(1, 1, "ok"), (2, 2, "ok")]
-    for r in records:
-        assert r["slurm_launch"] == "srun" and r["slurm_state"] == "COMPLETED"
-        text = Path(r["slurm_script"]).read_text()
-        assert f"#SBATCH --ntasks-per-node=1" in text and "RANK=$SLURM_PROCID" in text
-        assert "torch.distributed.run" not in text
-        # money from GPU-hours at the price given
-        assert r["price_per_hour"] == pytest.approx(2.5 * r["gpu_count"])
-        assert r["allocation_cost"] == pytest.approx(2.5 * r["gpu_hours"])
-    assert any(line.endswith(f"state from {JOBCOMP})") for line in lines)
+    assert (machine.provider, machine.gpu_count, machine.max_nodes) == ("slurm", 1, 2)
+    assert machine.price_per_hour == 2.5
 
 
 # ---------------------------------------------------------------------- failures
@@ -269,7 +255,10 @@ def test_no_sbatch_on_path_and_no_login_host(cli, tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------- over SSH
-def test_the_login_node_over_ssh(slurm, cli, tmp_path):
+def test_the_login_node_over_ssh_runs_srun_tasks_over_one_and_two_nodes(slurm, cli, tmp_path):
+    """One sweep over the login node carries both: gpubench on a login node reached over
+    SSH, and srun's launch style (a task per GPU, ranks from Slurm) at 1 and 2 nodes,
+    priced per GPU-hour."""
     from tests.remote.conftest import free_port, make_sshd
 
     sshd = make_sshd(tmp_path, extra_config=f"SetEnv SLURM_CONF={slurm.conf}\n")
@@ -280,17 +269,28 @@ def test_the_login_node_over_ssh(slurm, cli, tmp_path):
         login = f"slurm:{sshd.user}@{sshd.host}:{sshd.port}"
         code, out, err = cli("run", "mnist-ddp", "--on", login, "--key", str(sshd.key_file),
                              "--remote-python", PY, "--remote-dir", str(tmp_path / "over-ssh"),
-                             "--nodes", "1", "--launch", "srun", "--results", str(results),
-                             "--", *MNIST_ARGS)
+                             "--nodes", "1,2", "--launch", "srun", "--price-per-gpu-hour", "2.5",
+                             "--results", str(results), "--", *MNIST_ARGS)
         assert code == 0, out + err
         assert f"slurm on {sshd.user}@{sshd.host}:{sshd.port}: partition debug" in out
         assert "synced workloads" in out  # rsync over gpubench's pinned-key SSH
-        (record,) = ResultsStore(results).load().records
-        assert record["status"] == "ok" and record["slurm_state"] == "COMPLETED"
-        assert record["instance_type"].startswith(f"{sshd.host}:debug")
-        assert record["slurm_job_dir"].startswith(str(tmp_path / "over-ssh" / "slurm"))
-        assert Path(record["slurm_script"]).read_text().startswith("#!/bin/bash")
-        assert json.loads((results / f"{record['run_id']}.jsonl").read_text().splitlines()[0])
+        records = ResultsStore(results).load().records
+        assert [(r["nodes"], r["world_size"], r["status"]) for r in records] == [(1, 1, "ok"), (2, 2, "ok")]
+        for record in records:
+            assert record["status"] == "ok" and record["slurm_state"] == "COMPLETED"
+            assert record["instance_type"].startswith(f"{sshd.host}:debug")
+            assert record["slurm_job_dir"].startswith(str(tmp_path / "over-ssh" / "slurm"))
+            text = Path(record["slurm_script"]).read_text()
+            assert text.startswith("#!/bin/bash")
+            assert json.loads((results / f"{record['run_id']}.jsonl").read_text().splitlines()[0])
+            # srun's launch style: a task per GPU, ranks from Slurm, no torchrun
+            assert record["slurm_launch"] == "srun"
+            assert "#SBATCH --ntasks-per-node=1" in text and "RANK=$SLURM_PROCID" in text
+            assert "torch.distributed.run" not in text
+            # money from GPU-hours at the price given
+            assert record["price_per_hour"] == pytest.approx(2.5 * record["gpu_count"])
+            assert record["allocation_cost"] == pytest.approx(2.5 * record["gpu_hours"])
+        assert any(line.endswith(f"state from {JOBCOMP})") for line in out.splitlines()), out
     finally:
         sshd.stop()
     # a login node that refuses

@@ -1,26 +1,32 @@
 """Clusters end to end on the mock cloud's own instances in namespace mode (each
-instance a host of its own on the mock's bridge): `provision --nodes 2`, `run --on
-CLUSTER --nodes 2`, `down CLUSTER`, through the real command line, on Vast.ai (the
-public internet between its machines) and RunPod (a cluster of its own). Lambda's
-clusters go the same way in test_cluster_faults_mock.py (a member lost mid-run, and
-bench sweeping node counts 1 and 2)."""
+instance a host of its own on the mock's bridge): `provision --nodes 2`, the cluster in
+`ls` and `ssh NAME:i`, `run --on CLUSTER --nodes 2`, `down CLUSTER`, through the real
+command line, on Vast.ai (the public internet between its machines) and RunPod (a
+cluster of its own). Lambda's clusters go the same way in test_cluster_faults_mock.py
+(a member lost mid-run). One cluster serves each provider's every check: the cluster
+commands of tests/cli/test_cluster_cli.py (ls, ssh, down, a member not confirmed gone)
+and, on Vast.ai, torchrun's c10d rendezvous and a gloo all-reduce across two instances
+(once tests/mock/test_netns_mock.py's own run) run here on the cluster's members."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
 import pytest
 
 from gpubench.store.results import ResultsStore
-from tests.lifecycle.cluster_mock import NETWORK, TINY, assert_down, cloud, provision, run_args  # noqa: F401
+from tests.lifecycle.cluster_mock import (ALLREDUCE, NETWORK, TINY, assert_down,  # noqa: F401
+                                          check_listed_and_reachable, cloud, provision, run_args)
 
 pytestmark = pytest.mark.slow
 
-# One workload per provider, both workloads in two clusters' time: each node runs one
-# process (two nodes of two processes: tests/launch/test_cluster_e2e.py; one node beside
-# two, and the report's node speedup: bench on Lambda in test_cluster_faults_mock.py).
-CASES = [("vast", "allreduce"), ("runpod", "mnist-ddp")]
+# One workload per provider: the allreduce workload on RunPod, and on Vast.ai a script of
+# the user's (a gloo all-reduce that prints what each rank got). mnist-ddp across two
+# nodes: tests/launch/test_cluster_e2e.py (two nodes of two processes) and bench over
+# Vast.ai's overlay in test_vast_overlay.py (one node beside two, the node speedup).
+CASES = ["vast", "runpod"]
 
 
 def check_provisioned(provider: str, out: str, err: str, members) -> list[str]:
@@ -45,16 +51,39 @@ def check_two_node_record(provider: str, record: dict, members, out: str) -> Non
     assert [(x["node"], x["network"]) for x in record["links"]] == [(1, NETWORK[provider])]
 
 
-@pytest.mark.parametrize("provider, workload", CASES)
-def test_provision_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provider, workload):
+def check_a_member_not_confirmed_gone_keeps_the_cluster_listed(cli, cloud, provider: str) -> None:
+    """A terminate the provider answers but does not carry out: down says so, the cluster
+    stays listed; with the fault gone, down finishes (assert_down)."""
+    cloud.set_faults(f"{provider}:terminate-lies")
+    code, out, err = cli("down", "c", "--yes", "--timeout", "1")
+    assert code != 0 and "NOT confirmed gone" in err, out + err
+    code, out, err = cli("ls", "--format", "json")
+    assert {r["cluster"] for r in json.loads(out)} == {"c"}
+    cloud.set_faults("")
+
+
+@pytest.mark.parametrize("provider", CASES)
+def test_provision_list_ssh_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provider):
     out, err, members = provision(cli, cloud, provider)
     check_provisioned(provider, out, err, members)
+    check_listed_and_reachable(cli, provider, out, members)
+    if provider == "vast":
+        script = tmp_path / "project" / "allreduce_check.py"
+        script.parent.mkdir()
+        script.write_text(ALLREDUCE)
+        workload, args = str(script), []
+    else:
+        workload, args = "allreduce", TINY["allreduce"]
     started = time.monotonic()
-    code, out, err = cli("run", workload, *run_args(tmp_path, "--nodes", "2", "--gpus", "1"),
-                         "--", *TINY[workload])
+    code, out, err = cli("run", workload, *run_args(tmp_path, "--nodes", "2", "--gpus", "1"), "--", *args)
     assert code == 0, out + err
     records = ResultsStore(tmp_path / "results").load().records
     assert [(r["nodes"], r["world_size"], r["status"]) for r in records] == [(2, 2, "ok")], out[-3000:]
     check_two_node_record(provider, records[0], members, out)
+    if provider == "vast":       # each rank's sum over both instances: 1 + 2
+        lines = sorted(line.split("] ")[-1] for line in out.splitlines() if "] allreduce " in line)
+        assert lines == ["allreduce 0 2 3", "allreduce 1 2 3"], out[-3000:]
     print(f"{provider} {workload}: run -> records in {time.monotonic() - started:.1f} s")
+    if provider == "runpod":
+        check_a_member_not_confirmed_gone_keeps_the_cluster_listed(cli, cloud, provider)
     assert_down(cli, cloud)

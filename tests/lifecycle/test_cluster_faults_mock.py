@@ -1,6 +1,8 @@
 """Clusters on the mock cloud's own instances in namespace mode when things go wrong:
 a member that dies mid-run, a member that never boots (all or nothing). Lambda's
-clusters end to end are these (Vast.ai's and RunPod's: test_cluster_e2e_mock.py; bench
+clusters end to end are these: the one a member dies in is first seen in `ls` and
+reached with `ssh NAME:i` (the cluster commands of tests/cli/test_cluster_cli.py, on
+Lambda), and `down` ends it (Vast.ai's and RunPod's: test_cluster_e2e_mock.py; bench
 sweeping node counts on a cluster it rents: test_vast_overlay.py)."""
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from gpubench.lifecycle.provision import Deadlines, ProvisionRequest
 from gpubench.mock import netns
 from gpubench.store.results import ResultsStore
 from tests.helpers import LOOPING
-from tests.lifecycle.cluster_mock import assert_down, cloud, provision, run_args  # noqa: F401
+from tests.lifecycle.cluster_mock import (assert_down, check_listed_and_reachable, cloud,  # noqa: F401
+                                          provision, run_args)
 from tests.lifecycle.test_cluster_e2e_mock import check_provisioned
 
 pytestmark = pytest.mark.slow
@@ -41,6 +44,7 @@ def kill_once_marked(cloud, provider: str, iid: str, marker, died_at: list[float
 def test_a_member_that_dies_mid_run_fails_that_run_and_down_takes_it(cloud, cli, tmp_path):
     out, err, members = provision(cli, cloud, "lambda")
     check_provisioned("lambda", out, err, members)
+    check_listed_and_reachable(cli, "lambda", out, members)     # while both members live
     script = tmp_path / "looping_allreduce.py"
     script.write_text(LOOPING)
     marker = tmp_path / "two-nodes-running"   # the instances share this machine's files

@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from gpubench.mock import netns
 from gpubench.store.ledger import Ledger
 from gpubench.store.results import ResultsStore
 from tests.helpers import mock_cloud, one_line
@@ -65,9 +66,12 @@ def test_an_overlay_refused_outside_namespace_mode_is_one_line_and_nothing_rente
     assert loopback.engine.store.instances() == []
 
 
-def _bridges() -> set[str]:
+def _overlay_bridges(cloud) -> set[str]:
+    """The overlay bridges of this mock: other tests' mocks make and remove their own
+    bridges on this machine meanwhile."""
+    prefix = netns.OVERLAY_PREFIX + cloud.engine.network.mock_id
     out = subprocess.run(["ip", "-j", "link", "show", "type", "bridge"], capture_output=True, text=True).stdout
-    return {link["ifname"] for link in json.loads(out or "[]")}
+    return {link["ifname"] for link in json.loads(out or "[]") if link["ifname"].startswith(prefix)}
 
 
 @pytest.mark.slow
@@ -76,7 +80,6 @@ def test_bench_on_a_two_node_cluster_over_an_overlay_end_to_end(netns_cloud, cli
     sweep of node counts over the members' private addresses, then every member down
     and the overlay after them (bench's teardown is `gpubench down`'s), confirmed gone."""
     monkeypatch.chdir(tmp_path)
-    bridges_before = _bridges()
     code, out, err = cli("bench", "vast", "--gpus", "4", "--nodes", "1,2", "--workload", "mnist-ddp",
                          "--counts", "1", "--name", "bc", "--yes", "--no-preflight", "--repeat", "1",
                          "--ssh-timeout", "60", "--results", str(tmp_path / "results"),
@@ -97,7 +100,7 @@ def test_bench_on_a_two_node_cluster_over_an_overlay_end_to_end(netns_cloud, cli
     assert "deleted and confirmed gone" in said        # the overlay, after the members
     assert netns_cloud.engine.store.instances() == []
     assert json.loads(netns_cloud.engine.store.meta("vast_overlays") or "{}") == {}
-    assert _bridges() <= bridges_before                # its bridge went with it
+    assert _overlay_bridges(netns_cloud) == set()      # its bridge went with it
     with Ledger() as ledger:
         rows = ledger.cluster_members("bc", include_done=True)
         assert rows and all(r.termination_confirmed and r.overlay_id and r.overlay_gone_at for r in rows)

@@ -1,9 +1,9 @@
 """Namespace mode: mock instances as hosts of their own on the mock's bridge, the node-dies
-fault, extra ports served, and nothing left behind (namespaces, veths, the bridge)."""
+fault, extra ports served, and nothing left behind (namespaces, veths, the bridge).
+torchrun across two instances: tests/lifecycle/test_cluster_e2e_mock.py (Vast.ai)."""
 
 from __future__ import annotations
 
-import importlib.util
 import signal
 import socket
 import subprocess
@@ -13,7 +13,7 @@ import pytest
 
 from gpubench.mock import netns
 from tests.helpers import start_gpubench
-from tests.mock.helpers import SSH_OPTS, Api, netns_mock_cloud, pub, ssh, wait_for
+from tests.mock.helpers import Api, netns_mock_cloud, pub, ssh, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -199,39 +199,10 @@ def test_a_dead_mocks_namespaces_are_reaped(tmp_path):
         assert out.returncode != 0
 
 
-ALLREDUCE = """import torch, torch.distributed as dist
-dist.init_process_group("gloo")
-t = torch.ones(2) * (dist.get_rank() + 1)
-dist.all_reduce(t)
-print("allreduce", dist.get_rank(), dist.get_world_size(), int(t[0].item()), flush=True)
-dist.destroy_process_group()
-"""
-
-
-def test_torchrun_c10d_and_gloo_across_two_instances(tmp_path, keys):
-    """Each instance resolves its own hostname to its own address (so the head hosts the
-    rendezvous store) but not its peer's: --local_addr gives each node's address, as on
-    machines without a shared DNS."""
-    if importlib.util.find_spec("torch") is None:  # looked for, not imported: that takes seconds
-        pytest.skip("torch is not installed")
-    with netns_mock_cloud(tmp_path / "mock") as cloud:
-        _, vast, _ = _apis(cloud)
-        vast("POST", "/ssh/", json={"ssh_key": pub(keys["good"])})
-        rows = [_vast_running(vast, _vast_create(vast, {"-p 29500:29500": "1"})) for _ in range(2)]
-        head, user = rows[0]["public_ipaddr"], cloud.engine.host.user
-        for r in rows:
-            assert ssh(22, keys["good"], f"cat > ar.py <<'X'\n{ALLREDUCE}X", user=user,
-                       host=r["public_ipaddr"]).returncode == 0
-        command = ("timeout 90 torchrun --nnodes 2 --nproc_per_node 1 --rdzv_backend c10d "
-                   f"--rdzv_endpoint {head}:29500 --rdzv_id t1 --local_addr {{addr}} ar.py")
-        nodes = [subprocess.Popen(["ssh", *SSH_OPTS, "-i", str(keys["good"]), f"{user}@{r['public_ipaddr']}",
-                                   command.format(addr=r["public_ipaddr"])],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  stdin=subprocess.DEVNULL) for r in rows]
-        outs = [p.communicate(timeout=120)[0] for p in nodes]
-        assert [p.returncode for p in nodes] == [0, 0], outs
-        lines = sorted(line for out in outs for line in out.splitlines() if line.startswith("allreduce"))
-        assert lines == ["allreduce 0 2 3", "allreduce 1 2 3"]
+# torchrun's c10d rendezvous and a gloo all-reduce across two instances (each resolving
+# its own hostname, not its peer's: --local_addr gives each node's address) runs on the
+# Vast.ai cluster of tests/lifecycle/test_cluster_e2e_mock.py: one pair of instances
+# serves both.
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
