@@ -3,7 +3,10 @@
 its size is a failed record with the reason in words, never a speedup, and the sweep
 stops there (every larger count would be the same). Scripts in the style of the real
 ones: a loop that never forms a group, a GPU guard that exits 0, Lightning's Trainer()
-left to itself, Accelerate's Accelerator(), and plain DDP on gloo."""
+left to itself or with a fixed device count, and the README's Lightning example. Plain
+DDP on gloo and Accelerate's Accelerator(), each a measurement that says what it formed,
+are the plain and the reporting script of tests/cli/test_own_script.py: one run there
+serves both that file's check and this one's."""
 
 from __future__ import annotations
 
@@ -28,19 +31,6 @@ if torch.cuda.device_count() < world:
     sys.exit(0)
 """
 
-DDP_GLOO = """\
-import torch, torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel as DDP
-dist.init_process_group("gloo")
-model = DDP(nn.Linear(8, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(5):
-    loss = model(torch.randn(16, 8)).pow(2).mean()
-    opt.zero_grad(); loss.backward(); opt.step()
-dist.destroy_process_group()
-"""
-
 LIGHTNING_LEFT_TO_ITSELF = """\
 import lightning as L, torch
 from torch import nn
@@ -59,20 +49,6 @@ class Model(L.LightningModule):
 trainer = L.Trainer(max_epochs=1, enable_progress_bar=False, logger=False, enable_checkpointing=False)
 trainer.fit(Model(), DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=16))
 """
-
-ACCELERATE_WITHOUT_CPU = """\
-import torch
-from torch import nn
-from accelerate import Accelerator
-accelerator = Accelerator()
-model = nn.Linear(8, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-model, opt = accelerator.prepare(model, opt)
-for _ in range(3):
-    loss = model(torch.randn(16, 8)).pow(2).mean()
-    opt.zero_grad(); accelerator.backward(loss); opt.step()
-"""
-
 
 def sweep(tmp_path, source: str, counts: str = "1,2") -> tuple[subprocess.CompletedProcess, list[dict]]:
     script = tmp_path / "train.py"
@@ -103,14 +79,6 @@ def test_a_gpu_guard_that_exits_0_is_named_by_its_last_words(tmp_path):
         "(its last words: Unable to locate sufficient 2 gpus to run this example. Exiting.)")
 
 
-def test_ddp_on_gloo_is_a_measurement_and_says_what_it_formed(tmp_path):
-    # at two processes; a group of one (gloo x 1) is the README's Lightning example's, below
-    proc, records = sweep(tmp_path, DDP_GLOO, "2")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [(r["status"], r["process_group"], r["wrapped_in"]) for r in records] == [
-        ("ok", "gloo x 2", "DDP")]
-
-
 def test_lightnings_trainer_left_to_itself_is_told_how_to_join(tmp_path):
     proc, records = sweep(tmp_path, LIGHTNING_LEFT_TO_ITSELF, "2")
     assert [(r["status"], r["frameworks"]) for r in records] == [("failed", "lightning")]
@@ -131,15 +99,6 @@ def test_lightning_with_a_fixed_device_count_is_measured_at_that_count_only(tmp_
         "Lightning's Trainer(devices=2, num_nodes=1) wants 2 processes but this count runs 1: "
         "write Trainer(devices=int(os.environ.get('LOCAL_WORLD_SIZE', 1))")
     assert "skipping 4 gpus: the script runs only at 2 processes" in proc.stdout + proc.stderr
-
-
-def test_accelerate_is_seen_for_what_it_did(tmp_path):
-    # Accelerate 1.x forms a gloo group on CPUs by itself under torchrun; the probe says so
-    # (where an Accelerator() runs as DistributedType.NO, tests/sweep/test_probe.py)
-    proc, records = sweep(tmp_path, ACCELERATE_WITHOUT_CPU, "2")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [(r["status"], r["frameworks"]) for r in records] == [("ok", "accelerate")]
-    assert "gloo" in records[0]["process_group"] and records[0]["process_group"].endswith(" x 2")
 
 
 def test_the_readmes_lightning_example_runs_at_one_and_two_processes(tmp_path):

@@ -1,7 +1,9 @@
 """The README's first command (scripts/demo.sh) end to end: real torchrun, real gloo
 processes, synthetic MNIST at one and two processes. Each run's count and progress as
 plain lines when its output is not a terminal, a record per count, and the speedup
-table at the end; `gpubench report` of the same records."""
+table at the end; `gpubench report` of the same records. Its records also serve as
+mnist-ddp's valid records at 1 and 2 processes (what every suite workload's record
+carries: tests/workloads/test_workload_runs.py's check_record)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_gpubench
+from tests.workloads.test_workload_runs import check_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,6 +48,7 @@ def test_the_demo_sweeps_one_and_two_processes_records_each_and_ends_with_a_spee
     records = [json.loads(line) for line in files[0].read_text().splitlines()]
     assert [r["gpu_count"] for r in records] == [1, 2]   # a CPU machine: 1 and 2 processes
     for r in records:
+        check_record(r, "mnist-ddp", r["gpu_count"])
         assert r["status"] == "ok"
         assert r["provider"] == "local" and r["backend"] == "gloo"
         assert r["world_size"] == r["gpu_count"]

@@ -1,7 +1,9 @@
 """Users' scripts under torchrun on this machine's CPU, failing as real ones do
 (torch's own words, not ones written for the test): a script that asks for CUDA,
 NCCL or an accelerator where there is none is told so in one line and stops the
-sweep; the worker's own error is found behind torch's "[rank0]: " prefix."""
+sweep; the worker's own error is found behind torch's "[rank0]: " prefix. The
+set_device script runs once, under `gpubench run` at two processes: one sweep serves
+both its one line and the sweep it stops."""
 
 from __future__ import annotations
 
@@ -96,18 +98,8 @@ dist.barrier()
 """
 
 
-# Two processes where both ranks' words must come out as one line (set_device, the
-# missing file); one where the words themselves are the subject.
-def test_torch_cuda_set_device_on_a_cpu_is_one_line_naming_the_call(tmp_path):
-    failure, out = explained(tmp_path, SET_DEVICE)
-    assert any(line.startswith("[rank0]: ") for line in out)  # torch's prefix, seen for real
-    assert failure.kind == "no gpu" and failure.repeats
-    assert failure.error.startswith(
-        'the script asks for CUDA (torch.cuda.set_device(int(os.environ["LOCAL_RANK"])) at '
-        "train.py:8) and ")
-    assert "[rank" not in failure.error and "\n" not in failure.error
-
-
+# Two processes where both ranks' words must come out as one line (set_device, in a
+# sweep, the missing file); one where the words themselves are the subject.
 def test_the_nccl_backend_on_a_cpu_says_to_use_gloo(tmp_path):
     failure, _ = explained(tmp_path, NCCL, procs=1)
     assert failure.kind == "no gpu" and failure.repeats
@@ -140,15 +132,26 @@ def test_a_missing_file_behind_torchs_rank_prefix_is_the_scripts_own_error(tmp_p
     assert failure.kind == "missing file" and failure.repeats
 
 
-def test_a_script_that_needs_cuda_stops_the_sweep_at_the_first_count(tmp_path, monkeypatch, cli):
+def test_torch_cuda_set_device_on_a_cpu_is_one_line_naming_the_call_and_stops_the_sweep(
+        tmp_path, monkeypatch, cli):
+    # one sweep serves both: its first count, at two processes, is the run where both
+    # ranks' words must come out as one line, and the count that stops the sweep
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.py").write_text(SET_DEVICE)
-    code, out, _ = cli("run", "train.py", "--gpus", "1,2,4", "--repeat", "1",
+    code, out, _ = cli("run", "train.py", "--gpus", "2,4", "--repeat", "1",
                        "--results", str(tmp_path / "results"))
     assert code == 1
     records = ResultsStore(tmp_path / "results").load().records
-    assert [(r["gpu_count"], r["failure_kind"]) for r in records] == [(1, "no gpu")]
+    assert [(r["gpu_count"], r["failure_kind"]) for r in records] == [(2, "no gpu")]
+    log = (tmp_path / "results" / records[0]["log_file"]).read_text().splitlines()
+    assert any(line.startswith("[rank0]: ") for line in log)  # torch's prefix, seen for real
+    error = records[0]["error"]
+    assert error.startswith(
+        'the script asks for CUDA (torch.cuda.set_device(int(os.environ["LOCAL_RANK"])) at '
+        "train.py:8) and ")
+    assert "[rank" not in error and "\n" not in error
+    # it fails the same way at every count (the failure repeats): the sweep stops at its first
     assert ("stopping the sweep: the script needs a GPU (CUDA, NCCL, an accelerator) and found "
-            "none at 1 gpu, and it would fail the same way at every count (the script asks for "
+            "none at 2 gpus, and it would fail the same way at every count (the script asks for "
             'CUDA (torch.cuda.set_device(int(os.environ["LOCAL_RANK"])) at train.py:8) and the '
             "torch it runs with is built without CUDA: ") in out

@@ -1,4 +1,5 @@
-"""The IDX loader on small generated files, and the MNIST workload reading them."""
+"""The IDX loader on small generated files, and the MNIST workload reading them in a
+two-process run that also shows its progress line and its --profile traces."""
 
 from __future__ import annotations
 
@@ -110,24 +111,46 @@ def test_synthetic_data_is_mnist_shaped_and_learnable():
         assert ((a > 2) & (b > 2)).sum() >= 32
 
 
-def test_workload_trains_on_idx_files_from_a_data_directory(tmp_path):
-    """Unpacked IDX files in --data DIR are read by every rank of a 2-process run."""
+def test_a_two_process_run_reads_idx_files_prints_progress_from_rank_0_and_profiles_each_rank(tmp_path):
+    """One two-process torchrun of the MNIST workload serves three checks, each needing a
+    run of two ranks: unpacked IDX files in --data DIR are read by every rank; the progress
+    line comes from rank 0 only (torchrun's --tee keeps each rank's stdout apart); --profile
+    writes a TensorBoard trace per rank and names its folder in the record. (The record of
+    mnist-ddp at 2 processes as gpubench writes it: tests/cli/test_progress_demo.py.)"""
     import torch
 
     import json
+    import os
     import subprocess
 
-    images = torch.randint(0, 256, (300, 28, 28), dtype=torch.uint8)
-    labels = torch.randint(0, 10, (300,), dtype=torch.uint8)
-    write_idx(tmp_path / "train-images-idx3-ubyte", images, 0x08, gz=False)
-    write_idx(tmp_path / "train-labels-idx1-ubyte", labels, 0x08, gz=False)
-    record_file = tmp_path / "rec.json"
+    # 3,840 samples: one epoch over 2 ranks at the default 64 per rank is 30 steps, the
+    # run long enough for the progress line (at most one each 0.5 s) to be due
+    data = tmp_path / "data"
+    data.mkdir()
+    images = torch.randint(0, 256, (3840, 28, 28), dtype=torch.uint8)
+    labels = torch.randint(0, 10, (3840,), dtype=torch.uint8)
+    write_idx(data / "train-images-idx3-ubyte", images, 0x08, gz=False)
+    write_idx(data / "train-labels-idx1-ubyte", labels, 0x08, gz=False)
+    record_file, traces, logs = tmp_path / "rec.json", tmp_path / "traces", tmp_path / "logs"
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         str(REPO / "workloads" / "mnist_ddp.py"), "--data", str(tmp_path), "--batch-size", "16",
-         "--warmup", "1", "--record-file", str(record_file)],
-        capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stdout[-2000:]
+         "--tee=3", f"--log-dir={logs}", str(REPO / "workloads" / "mnist_ddp.py"), "--data", str(data),
+         "--warmup", "1", "--profile", str(traces), "--record-file", str(record_file)],
+        capture_output=True, text=True, timeout=240, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     record = json.loads(record_file.read_text())
-    # one epoch of 300 samples over 2 ranks at 16 per rank: 9 steps
-    assert record["epoch_samples"] == 300 and record["steps_per_epoch"] == 9 and record["steps"] == 9
+    # IDX files: one epoch of 3,840 samples over 2 ranks at 64 per rank: 30 steps
+    assert record["epoch_samples"] == 3840 and record["steps_per_epoch"] == 30 and record["steps"] == 30
+
+    # the progress line: from rank 0 only
+    by_rank = {int(p.parent.name): p.read_text() for p in logs.rglob("stdout.log")}
+    assert sorted(by_rank) == [0, 1]
+    assert "GPUBENCH_PROGRESS" in by_rank[0]
+    assert "GPUBENCH_PROGRESS" not in by_rank[1]
+
+    # --profile: a trace from each rank, and the record says where
+    assert record["profile_dir"] == str(traces)
+    files = sorted(p.name.split(".")[0] for p in traces.glob("*.pt.trace.json"))
+    assert files == ["rank0", "rank1"]
+    trace = json.loads(next(traces.glob("rank1.*.pt.trace.json")).read_text())
+    assert trace["traceEvents"]

@@ -1,7 +1,9 @@
 """Every workload of the suite, run by gpubench's launcher for a few steps, writes a
 valid record: at 2 gloo processes (what a figure per GPU, per step and per epoch is
 divided by shows there), allreduce at 1 and 2 (a bus bandwidth of nothing at one
-process); a workload started without torchrun runs as a world of one."""
+process); a workload started without torchrun runs as a world of one. mnist-ddp's
+record at 1 and 2 processes: tests/cli/test_progress_demo.py; its --profile traces, in
+its two-process run in tests/workloads/test_mnist_data.py."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import sys
 
 import pytest
 
-import record_schema
+from gpubench.workloads import record_schema
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow
@@ -101,18 +103,6 @@ def test_allreduce_curve(sweep):
             assert row["busbw"] == pytest.approx(row["algbw"] * 2 * (world - 1) / world)
         assert r["peak_busbw"] == max(row["busbw"] for row in r["curve"])
         assert r["throughput"] == r["peak_algbw"]
-
-
-def test_mnist_profile_writes_a_tensorboard_trace(sweep, tmp_path):
-    # mnist-ddp at 1 and 2 processes is tests/cli/test_local_sweep.py's business; here: --profile
-    traces = tmp_path / "traces"
-    [record] = sweep("mnist-ddp", ["--steps", "2", "--profile", str(traces)], counts=(2,))
-    check_record(record, "mnist-ddp", 2)
-    assert record["profile_dir"] == str(traces)
-    files = sorted(p.name.split(".")[0] for p in traces.glob("*.pt.trace.json"))
-    assert files == ["rank0", "rank1"]
-    trace = json.loads(next(traces.glob("rank1.*.pt.trace.json")).read_text())
-    assert trace["traceEvents"]
 
 
 def test_workload_runs_without_torchrun_as_a_world_of_one(tmp_path):
