@@ -121,14 +121,12 @@ def provision_cluster(provider: Provider, req: ClusterRequest, placement: Placem
     try:
         for index in range(req.nodes):
             member = replace(req.machine, name=member_name(name, index), cluster=name, node_index=index,
-                             region=placement.region or req.machine.region, ports=CLUSTER_PORTS)
+                             region=placement.region or req.machine.region, ports=CLUSTER_PORTS,
+                             overlay_id=outcome.overlay.overlay_id if outcome.overlay is not None else None)
             said = _member_progress(progress, name, index)
             pool = _pool(provider.name, placement, outcome.members, req.machine.attempts)
             result = provision(provider, member, pool, ledger, said, gate)
-            entry = result.entry
-            if outcome.overlay is not None:
-                entry = ledger.update(entry.row_id, overlay_id=outcome.overlay.overlay_id)
-            outcome.members.append(entry)
+            outcome.members.append(result.entry)
             outcome.replaced += [f"node {index}: {line}" for line in result.attempts]
         outcome.hosts.check_uniform()
         if outcome.overlay is not None:
@@ -335,9 +333,9 @@ def _give_up(ledger: Ledger, provider: Provider, name: str, error: BaseException
     left = take_down_cluster(ledger, provider, name, lambda line: progress("teardown", line))
     overlays = overlay_networks(provider)
     if overlay is not None and overlays is not None and not left and \
-            (provider.name, overlay.overlay_id) not in ledger.overlays_left() and \
             not ledger.overlay_rows(provider.name, overlay.overlay_id):
-        # made, but no member row kept it yet: the ledger cannot name it, so it goes here
+        # made, but no member row was written (none launched): the ledger cannot name it,
+        # so it goes here (a row that names it: take_down_cluster deleted it after its members)
         why_kept = remove_overlay(overlays, provider.name, overlay.overlay_id, None,
                                   lambda line: progress("teardown", line))
         if why_kept:

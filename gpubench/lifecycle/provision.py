@@ -71,10 +71,13 @@ class ProvisionRequest:
     attempts: int = 3
     deadlines: Deadlines = field(default_factory=Deadlines)
     max_hours: float | None = None   # the machine stops itself this long after it is asked for
-    # A member of a cluster (cluster_provision.py): its row carries the cluster's name and
-    # its place in it, and the launch exposes the ports the members talk to each other on.
+    # A member of a cluster (cluster_provision.py): its row carries the cluster's name, its
+    # place in it and the overlay network joining the members (where one does: made before
+    # the first member, so written with each row, never after it), and the launch exposes
+    # the ports the members talk to each other on.
     cluster: str | None = None
     node_index: int | None = None
+    overlay_id: str | None = None
     ports: tuple[int, ...] = ()
 
     def validate(self) -> "ProvisionRequest":
@@ -178,7 +181,7 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
                              price_per_hour=offer.price_per_hour, disk_gb=req.disk_gb,
                              image=req.image, key_path=str(keypair.private),
                              deadline_at=watchdog.deadline_after(req.max_hours),
-                             cluster=req.cluster, node_index=req.node_index)
+                             cluster=req.cluster, node_index=req.node_index, overlay_id=req.overlay_id)
         progress("launch", f"{offer.gpu_count}x {offer.gpu_name} at ${offer.price_per_hour:.2f}/h "
                            f"({offer.instance_type or offer.offer_id}{', ' + offer.region if offer.region else ''})")
         try:

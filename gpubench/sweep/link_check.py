@@ -26,9 +26,9 @@ from gpubench.predict.advise import Config, Work, predict
 from gpubench.predict.subject import NoSubject, suite_subject
 from gpubench.providers.common import Offer
 from gpubench.remote.cluster import ClusterHosts
+from gpubench.sweep.run import Ask
 
 ONE_UNIT = Work(1.0, "one unit")     # only throughputs are compared: any amount of work does
-Ask = Callable[[str], bool]
 
 
 class LinkRefused(UsageError):

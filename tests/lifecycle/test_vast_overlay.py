@@ -66,6 +66,31 @@ def test_an_overlay_refused_outside_namespace_mode_is_one_line_and_nothing_rente
     assert loopback.engine.store.instances() == []
 
 
+def test_a_members_row_names_its_overlay_from_its_first_write(loopback):
+    """The overlay is made before any member; each member's row carries it from the row
+    written before the launch call, so a launch whose answer is lost (a member that may
+    exist) keeps the overlay named in the ledger for `down`, whatever happens next."""
+    from gpubench.lifecycle.provision import ProvisionError, ProvisionRequest, connect_and_plan, provision
+    from gpubench.providers.common import TransportError
+
+    req = ProvisionRequest("vast", 1, name="c-0", cluster="c", node_index=0, overlay_id="ov-7")
+    prov, offers = connect_and_plan(req)
+
+    class AnswerLost:
+        def __getattr__(self, name):
+            return getattr(prov, name)
+
+        def launch(self, offer, spec):
+            raise TransportError("vast", "PUT /asks/", "502 Bad Gateway")
+
+    with Ledger() as ledger, pytest.raises(ProvisionError, match="the launch may have happened"):
+        provision(AnswerLost(), req, offers, ledger)
+    with Ledger() as ledger:
+        [row] = ledger.overlay_rows("vast", "ov-7")
+        assert (row.name, row.cluster, row.node_index) == ("c-0", "c", 0)
+        assert ledger.overlays_left("c") == [("vast", "ov-7")]
+
+
 def _overlay_bridges(cloud) -> set[str]:
     """The overlay bridges of this mock: other tests' mocks make and remove their own
     bridges on this machine meanwhile."""
