@@ -1,0 +1,291 @@
+"""The step model's constants, fitted to the suite's runs on a real GPU, and how well it
+predicts a configuration it was not fitted to (leave-one-out).
+
+    python -m gpubench.predict.fit            # fit, print the leave-one-out table
+    python -m gpubench.predict.fit --write    # and write gpubench/predict/step_constants.json
+
+The measurements are the reference records (results/reference/<device>/): every ok
+1-GPU record of a suite workload whose configuration has a step profile, the records
+of one configuration taken together (their median). The fit minimises the squared
+log-error of the throughput (the memory constants: of the peak memory), plus a weak
+pull of each constant towards its physical starting value (ops.DEFAULT_CONSTANTS), so
+that a figure the data barely touch (how much of the host's cost torch.compile
+leaves, with few compiled runs) stays where the physics puts it instead of wandering
+to fit one point. Nelder-Mead over the logarithms of the constants, bounded in
+iterations: no numerical library needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import statistics
+import sys
+from dataclasses import dataclass, replace
+
+from gpubench.predict import gpu_specs, ops
+from gpubench.providers.gpus import normalize_gpu_name
+
+THROUGHPUT_CONSTANTS = ("e_flop", "e_bw", "host_per_kernel", "host_per_view", "host_per_step", "overlap_p",
+                        "compile_bytes", "compile_host", "fsdp_host_per_unit")
+MEMORY_CONSTANTS = ("compile_activations", "conv_workspace", "base_bytes")
+PRIOR_WEIGHT = 0.02          # per constant, on its log-distance from the starting value
+UPPER = {"e_flop": 1.0, "e_bw": 1.0, "compile_bytes": 1.0, "compile_host": 1.0, "compile_activations": 1.0}
+LOWER = {"overlap_p": 1.0}
+ITERATIONS = 3000
+
+
+@dataclass(frozen=True)
+class Point:
+    """A measured configuration, the model's view of it, and the GPU's rates."""
+
+    config: ops.Config
+    profile: ops.StepProfile
+    rates: ops.Rates
+    throughput: float            # per GPU, units/s
+    memory_bytes: float | None
+    label: str
+    records: int
+
+
+def _neutral_free(args: list) -> tuple[str, ...]:
+    """The arguments less those that change neither the model nor the batch's work."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in ("--steps", "--warmup", "--epochs", "--seed", "--record-file", "--profile"):
+            skip = True
+            continue
+        out.append(str(a))
+    return tuple(out)
+
+
+def points(records: list[dict]) -> list[Point]:
+    """Every measured 1-GPU configuration a step profile covers, on a GPU type the
+    datasheet table knows."""
+    grouped: dict[tuple, list[dict]] = {}
+    for r in records:
+        if (r.get("status", "ok") != "ok" or r.get("device") != "cuda" or r.get("gpu_count") != 1
+                or (r.get("nodes") or 1) != 1 or not isinstance(r.get("throughput"), (int, float))):
+            continue
+        spec = gpu_specs.spec_for(str(r.get("gpu_name") or ""))
+        config = ops.config_for(str(r.get("workload")), list(r.get("workload_args") or []))
+        if spec is None or config is None:
+            continue
+        key = (spec.name, config, _neutral_free(r.get("workload_args") or []))
+        grouped.setdefault(key, []).append(r)
+    out = []
+    for (gpu, config, args), rows in grouped.items():
+        profile = ops.profile_for(config)
+        if profile is None:
+            continue
+        mem = [r["peak_memory_bytes"] for r in rows if r.get("peak_memory_kind") == "cuda allocated"
+               and isinstance(r.get("peak_memory_bytes"), (int, float))]
+        label = " ".join([config.workload, *args]) + f" on {normalize_gpu_name(gpu)}"
+        out.append(Point(config, profile, ops.Rates.of(gpu_specs.spec_for(gpu)),
+                         statistics.median(r["throughput"] for r in rows),
+                         statistics.median(mem) if mem else None, label, len(rows)))
+    return sorted(out, key=lambda p: p.label)
+
+
+def predicted(point: Point, c: ops.Constants) -> ops.StepEstimate | None:
+    return ops.estimate(point.config, point.profile, point.rates, c)
+
+
+def _loss(c: ops.Constants, pts: list[Point], names: tuple[str, ...], memory: bool) -> float:
+    total = 0.0
+    for p in pts:
+        e = predicted(p, c)
+        if e is None:
+            continue
+        if memory:
+            if p.memory_bytes:
+                total += math.log(e.memory_bytes / p.memory_bytes) ** 2
+        else:
+            total += math.log(e.throughput / p.throughput) ** 2
+    for name in names:
+        start = getattr(ops.DEFAULT_CONSTANTS, name)
+        if start > 0:
+            total += PRIOR_WEIGHT * math.log(getattr(c, name) / start) ** 2
+    return total
+
+
+def _with(c: ops.Constants, names: tuple[str, ...], logs: list[float]) -> ops.Constants:
+    values = {}
+    for name, x in zip(names, logs):
+        v = math.exp(x)
+        v = min(v, UPPER.get(name, v))
+        values[name] = max(v, LOWER.get(name, v))
+    return replace(c, **values)
+
+
+def _nelder_mead(f, x0: list[float], step: float = 0.3, iterations: int = ITERATIONS) -> list[float]:
+    n = len(x0)
+    simplex = [list(x0)] + [[x + (step if i == j else 0.0) for j, x in enumerate(x0)] for i in range(n)]
+    values = [f(x) for x in simplex]
+    for _ in range(iterations):
+        order = sorted(range(n + 1), key=values.__getitem__)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        if abs(values[-1] - values[0]) < 1e-12:
+            break
+        centroid = [sum(x[j] for x in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        reflected = [c + (c - w) for c, w in zip(centroid, worst)]
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [[b + 0.5 * (x - b) for b, x in zip(best, s)] for s in simplex[1:]]
+                values = [values[0]] + [f(s) for s in simplex[1:]]
+    return simplex[min(range(n + 1), key=values.__getitem__)]
+
+
+def fit(pts: list[Point], start: ops.Constants = ops.DEFAULT_CONSTANTS) -> ops.Constants:
+    """The constants that best predict `pts` (throughput, then memory)."""
+    c = start
+    for names, memory in ((THROUGHPUT_CONSTANTS, False), (MEMORY_CONSTANTS, True)):
+        x0 = [math.log(getattr(c, n)) for n in names]
+        best = _nelder_mead(lambda x, names=names, memory=memory: _loss(_with(c, names, x), pts, names, memory), x0)
+        c = _with(c, names, best)
+    return c
+
+
+@dataclass(frozen=True)
+class Check:
+    """One configuration predicted with itself left out of the fit."""
+
+    label: str
+    measured: float
+    predicted: float
+    low: float
+    high: float
+    measured_memory: float | None
+    predicted_memory: float
+    bound_by: str
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1.0
+
+    @property
+    def inside(self) -> bool:
+        return self.low <= self.measured <= self.high
+
+    @property
+    def memory_error(self) -> float | None:
+        return None if not self.measured_memory else self.predicted_memory / self.measured_memory - 1.0
+
+
+def interval(value: float, uncertainty: float) -> tuple[float, float]:
+    """A multiplicative interval: value/(1+u) to value*(1+u) (a time and its rate alike)."""
+    return value / (1 + uncertainty), value * (1 + uncertainty)
+
+
+def leave_one_out(pts: list[Point], start: ops.Constants = ops.DEFAULT_CONSTANTS) -> list[Check]:
+    """Each configuration predicted by the constants fitted to all the others, with the
+    interval the shipped rule gives (ops.Constants.uncertainty) from that fit alone."""
+    found = []
+    for i, p in enumerate(pts):
+        c = fit(pts[:i] + pts[i + 1:], start)
+        e = predicted(p, c)
+        if e is not None:
+            found.append((p, e, c))
+    # jackknife+ (Barber et al. 2021): the interval's width is what the leave-one-out
+    # errors themselves were, the largest of the DDP configurations'
+    ddp = [abs(math.log(e.throughput / p.throughput)) for p, e, _ in found if not p.config.fsdp]
+    largest = math.exp(max(ddp)) - 1.0 if ddp else None
+    checks = []
+    for p, e, c in found:
+        low, high = interval(e.throughput, replace(c, loo_max_error=largest).uncertainty(p.config))
+        checks.append(Check(p.label, p.throughput, e.throughput, low, high, p.memory_bytes, e.memory_bytes,
+                            e.bound_by))
+    return checks
+
+
+def summary(checks: list[Check]) -> dict:
+    errors = [abs(c.error) for c in checks]
+    memory = [abs(c.memory_error) for c in checks if c.memory_error is not None]
+    return {"median_error": statistics.median(errors) if errors else None,
+            "max_error": max(errors) if errors else None,
+            "inside": sum(c.inside for c in checks), "of": len(checks),
+            "memory_median_error": statistics.median(memory) if memory else None,
+            "memory_max_error": max(memory) if memory else None}
+
+
+def table(checks: list[Check]) -> str:
+    lines = ["| configuration (1 GPU) | measured | predicted (left out) | error | interval | inside | "
+             "memory measured | predicted | error | bound by |",
+             "|---|---:|---:|---:|---|---|---:|---:|---:|---|"]
+    for c in checks:
+        mem = f"{c.measured_memory / 2**30:.2f} GiB" if c.measured_memory else "-"
+        merr = f"{c.memory_error:+.0%}" if c.memory_error is not None else "-"
+        lines.append(f"| {c.label} | {c.measured:,.0f} | {c.predicted:,.0f} | {c.error:+.0%} | "
+                     f"{c.low:,.0f}-{c.high:,.0f} | {'yes' if c.inside else 'no'} | {mem} | "
+                     f"{c.predicted_memory / 2**30:.2f} GiB | {merr} | {c.bound_by} |")
+    s = summary(checks)
+    lines.append("")
+    lines.append(f"median |error| {s['median_error']:.1%}, largest {s['max_error']:.1%}; inside the interval "
+                 f"{s['inside']} of {s['of']}; memory median |error| {s['memory_median_error']:.1%}, "
+                 f"largest {s['memory_max_error']:.1%}")
+    return "\n".join(lines)
+
+
+def reference_records() -> list[dict]:
+    from gpubench.predict.basis import reference_dirs
+    from gpubench.store.results import ResultsStore
+
+    out: list[dict] = []
+    for d in reference_dirs():
+        out += ResultsStore(d).load().records
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help=f"write {ops.CONSTANTS_FILE.name}")
+    opts = parser.parse_args(argv)
+    pts = points(reference_records())
+    if not pts:
+        print("no reference measurement to fit", file=sys.stderr)
+        return 1
+    c = fit(pts)
+    checks = leave_one_out(pts)
+    s = summary(checks)
+    for name in ops.FITTED:
+        print(f"{name:22} {getattr(c, name):.6g}")
+    print(table(checks))
+    if opts.write:
+        doc = {"generated_by": "python -m gpubench.predict.fit --write",
+               "date": datetime.date.today().isoformat(),
+               "source": (f"fitted to {len(pts)} configurations measured on "
+                          f"{', '.join(sorted({p.rates.name for p in pts}))} (results/reference/)"),
+               "fitted_on": [p.label for p in pts],
+               "constants": {n: getattr(c, n) for n in ops.FITTED},
+               "loo_median_error": s["median_error"],
+               "loo_max_error": max(max(k.predicted / k.measured, k.measured / k.predicted) - 1.0
+                                    for k in checks if not k.label.startswith("gpt-fsdp")),
+               "leave_one_out": [{"configuration": k.label, "measured": k.measured, "predicted": k.predicted,
+                                  "error": round(k.error, 4), "inside": k.inside,
+                                  "memory_error": None if k.memory_error is None else round(k.memory_error, 4)}
+                                 for k in checks]}
+        ops.CONSTANTS_FILE.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {ops.CONSTANTS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""A suite workload's step on one GPU from its operations: the host that issues them and
+the device that runs them, each bounded by what it is made of.
+
+workloads/op_profile.py counted every operation of one training step on the meta
+device (step_profiles.json): its FLOPs and the bytes it reads and writes, as a + b x
+batch, and whether it runs a kernel or only costs the host a dispatch (a view). Here:
+
+    device = sum over kernels of  max(FLOPs / (e_flop x peak),  bytes / (e_bw x bandwidth))
+    host   = kernels x host_per_kernel + views x host_per_view + host_per_step
+    step   = (host^p + device^p)^(1/p)
+
+The peak is the card's datasheet rate for the operation's math (bf16/fp16 tensor cores
+under autocast; TF32 for fp32 convolutions, cuDNN's default; plain FP32 for fp32 matrix
+products, the suite's default), the bandwidth its memory's. A step is the slower of the
+two streams, host and device, softened where they are close (p): they overlap only
+while neither waits on the other. The constants (the e's, the host's costs, p, and what
+torch.compile and FSDP change) are measured: fitted to the suite's runs on a real GPU
+(gpubench/predict/step_constants.json, `python -m gpubench.predict.fit`).
+
+torch.compile fuses the memory-bound operations: their bytes and their host cost
+shrink by fitted shares; matrix products are left as they are. FSDP2 at N GPUs adds,
+per sharded unit (each block and the root), a host cost and the bytes of its
+all-gathers (twice) and reduce-scatter, copies included (the link's time is the
+model's communication term, model.py).
+
+Memory a GPU is the step's counted peak of live tensors (autocast's casts, the
+attention kernel's own saved tensors, the optimizer's states), which is what
+torch.cuda.max_memory_allocated reports; under FSDP the parameters, gradients and
+optimizer states are sharded over N and the gathered blocks added; under compile the
+activations shrink by a fitted share; cuDNN's autotuned convolutions in fp32 take a
+measured workspace on top.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from gpubench.predict import gpu_specs
+from gpubench.predict.workload_profiles import NEUTRAL
+from gpubench.workloads import flags
+
+# The least an interval says (a measurement repeats to a few percent; another machine's
+# host, clocks and driver move a step by more).
+MIN_UNCERTAINTY = 0.15
+# FSDP2's own cost at one GPU: its two measured sizes (125M and 350M on the H200) disagree
+# on the cost a sharded unit adds by a factor of three; until more are measured the
+# interval says so.
+FSDP_UNCERTAINTY = 0.75
+PROFILES_PACKAGE, PROFILES_FILE = "gpubench.workloads", "step_profiles.json"
+CONSTANTS_FILE = Path(__file__).with_name("step_constants.json")
+FLOP_OPS_CONV = ("aten.convolution", "aten.convolution_backward")
+LOW_PRECISION = ("bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class OpRow:
+    phase: str
+    op: str
+    kernel: bool
+    count: int
+    flops: tuple[float, float]     # a + b x batch
+    nbytes: tuple[float, float]
+
+    def at(self, batch: int) -> tuple[float, float]:
+        return self.flops[0] + self.flops[1] * batch, self.nbytes[0] + self.nbytes[1] * batch
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    key: str
+    rows: tuple[OpRow, ...]
+    peak_bytes: tuple[float, float]
+    held_bytes: float
+    work_per_batch: int
+    params: int
+    data_bytes: float = 0.0
+
+    def largest_convolution(self, batch: int) -> float:
+        """The most bytes one forward convolution reads and writes at `batch`."""
+        return max((r.at(batch)[1] for r in self.rows if r.op == "aten.convolution"), default=0.0)
+
+    @property
+    def kernels(self) -> int:
+        return sum(r.count for r in self.rows if r.kernel)
+
+    @property
+    def views(self) -> int:
+        return sum(r.count for r in self.rows if not r.kernel)
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The fitted figures of the model, and where they come from."""
+
+    e_flop: float            # share of the datasheet tensor/FP32 peak a matrix product reaches
+    e_bw: float              # share of the datasheet memory bandwidth a memory-bound kernel reaches
+    host_per_kernel: float   # seconds of host time to issue one kernel (eager: Python, autograd, dispatch)
+    host_per_view: float     # seconds for an operation with no kernel (a view)
+    host_per_step: float     # seconds a step costs the host whatever it computes (loop, timing, hooks)
+    overlap_p: float         # the soft maximum's exponent: how well host and device overlap
+    compile_bytes: float     # share of the memory-bound bytes left after torch.compile's fusion
+    compile_host: float      # share of the host's per-kernel cost left under torch.compile
+    fsdp_host_per_unit: float    # host seconds per FSDP unit and step (hooks, copies, streams)
+    compile_activations: float   # share of the activations torch.compile keeps
+    base_bytes: float            # what any step allocates beside the model (cuBLAS's workspaces)
+    conv_workspace: float        # cuDNN's autotuned convolutions' workspace, in largest convolutions
+    source: str
+    fitted_on: tuple[str, ...] = ()
+    loo_median_error: float | None = None   # leave-one-out median |error| of the throughput
+    loo_max_error: float | None = None      # and the largest, of the DDP configurations
+
+    def uncertainty(self, config: "Config") -> float:
+        """How far the step may be off, as a factor (the interval is value/(1+u) to
+        value*(1+u)): the largest leave-one-out error of the DDP configurations, at least
+        15%; FSDP's, wider (FSDP_UNCERTAINTY)."""
+        if config.fsdp:
+            return FSDP_UNCERTAINTY
+        return max(MIN_UNCERTAINTY, self.loo_max_error or 0.3)
+
+
+DEFAULT_CONSTANTS = Constants(
+    e_flop=0.75, e_bw=0.5, host_per_kernel=40e-6, host_per_view=10e-6, host_per_step=4e-4,
+    overlap_p=3.0, compile_bytes=0.5, compile_host=0.1, fsdp_host_per_unit=2.9e-3,
+    compile_activations=0.6, base_bytes=32 * 2**20, conv_workspace=4.0,
+    source="unfitted starting values")
+
+_FIELDS = [f for f in Constants.__dataclass_fields__ if f not in ("source", "fitted_on", "loo_median_error",
+                                                                    "loo_max_error")]
+FITTED = tuple(_FIELDS)
+
+
+def load_constants(path: Path | None = None) -> Constants:
+    """The shipped fit; the starting values where the file is missing or damaged."""
+    try:
+        doc = json.loads((path or CONSTANTS_FILE).read_text(encoding="utf-8"))
+        values = {k: float(doc["constants"][k]) for k in FITTED}
+        return Constants(**values, source=str(doc.get("source", "")),
+                         fitted_on=tuple(doc.get("fitted_on", ())),
+                         loo_median_error=doc.get("loo_median_error"), loo_max_error=doc.get("loo_max_error"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return DEFAULT_CONSTANTS
+
+
+@lru_cache(maxsize=1)
+def _profiles_document() -> dict:
+    try:
+        doc = json.loads(resources.files(PROFILES_PACKAGE).joinpath(PROFILES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, ModuleNotFoundError):
+        return {}
+    return doc.get("profiles", {}) if isinstance(doc, dict) else {}
+
+
+def _profile(key: str) -> StepProfile | None:
+    entry = _profiles_document().get(key)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        rows = tuple(OpRow(str(p), str(o), k == "kernel", int(n), (float(f0), float(f1)), (float(b0), float(b1)))
+                     for p, o, k, n, f0, f1, b0, b1 in entry["ops"])
+        return StepProfile(key, rows, (float(entry["peak_bytes"][0]), float(entry["peak_bytes"][1])),
+                           float(entry["held_bytes"]), int(entry["work_per_batch"]), int(entry["params"]),
+                           float(entry.get("data_bytes", 0)))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Config:
+    """A suite workload's run as the model sees it."""
+
+    workload: str
+    key: str                 # its step profile's
+    batch: int               # per GPU (sequences for a GPT)
+    precision: str
+    compiled: bool
+    fsdp_units: int          # FSDP units (blocks and the root); 0 under DDP
+    tf32_matmul: bool = False
+    n_layer: int | None = None
+
+    @property
+    def fsdp(self) -> bool:
+        return self.fsdp_units > 0
+
+
+def config_for(workload: str, args: tuple | list) -> Config | None:
+    """The configuration `args` give on a GPU, where a step profile was counted for it
+    (a GPT at a preset size, the other workloads at any batch); else None."""
+    try:
+        ns = flags.parse(workload, list(args), raising=True)
+    except (flags.FlagError, KeyError, SystemExit):
+        return None
+    flags.size_for_device(workload, ns, "cuda")
+    precision = getattr(ns, "precision", "fp32") or "fp32"
+    compiled = bool(getattr(ns, "compile", False))
+    if workload in ("gpt-ddp", "gpt-fsdp"):
+        if ns.params is None or ns.block_size != 1024 or ns.vocab_size != 50304:
+            return None
+        checkpointed = bool(getattr(ns, "activation_checkpointing", False))
+        prec = precision if precision != "fp16" else "bf16"
+        key = (f"gpt-fsdp --params {ns.params} --precision {prec} --activation-checkpointing" if checkpointed
+               else f"gpt-ddp --params {ns.params} --precision {prec}")
+        units = ns.n_layer + 1 if workload == "gpt-fsdp" else 0
+        return Config(workload, key, ns.batch_size, precision, compiled, units, bool(getattr(ns, "tf32", False)),
+                      ns.n_layer)
+    if workload == "resnet-ddp":
+        if (ns.depth, ns.width, ns.image_size, ns.num_classes) != (50, 64, 224, 1000):
+            return None
+        return Config(workload, f"resnet-ddp --precision {'bf16' if precision in LOW_PRECISION else 'fp32'}",
+                      ns.batch_size, precision, compiled, 0)
+    if workload in ("mnist-ddp", "recsys-ddp"):
+        defaults = flags.parse(workload, [], raising=True)
+        flags.size_for_device(workload, defaults, "cuda")
+        if precision != "fp32" or _shape(ns) != _shape(defaults):
+            return None
+        return Config(workload, workload, ns.batch_size, precision, compiled, 0)
+    return None
+
+
+def _shape(ns) -> dict:
+    """What makes the model and its data: the arguments less the batch and the neutral ones."""
+    return {k: v for k, v in vars(ns).items() if k not in NEUTRAL and k != "batch_size"}
+
+
+def profile_for(config: Config) -> StepProfile | None:
+    return _profile(config.key)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """What a GPU type offers the model: its peaks and bandwidth, from the datasheet."""
+
+    name: str
+    bf16: float | None       # FLOP/s
+    fp16: float | None
+    tf32: float | None
+    fp32: float | None
+    bandwidth: float | None  # bytes/s
+    source: str
+
+    @classmethod
+    def of(cls, spec: gpu_specs.GpuSpec) -> "Rates":
+        def tera(x):
+            return None if x is None else x * 1e12
+        return cls(spec.name, tera(spec.bf16_tflops), tera(spec.fp16_tflops), tera(spec.tf32_tflops),
+                   tera(spec.fp32_tflops), None if spec.memory_bw_gbs is None else spec.memory_bw_gbs * 1e9,
+                   f"{spec.name} datasheet: {spec.peaks_source}; memory {spec.memory_source}")
+
+    def peak_for(self, config: Config, op: str) -> float | None:
+        if config.precision in LOW_PRECISION:
+            return self.bf16 if config.precision == "bf16" else self.fp16
+        if op in FLOP_OPS_CONV or config.tf32_matmul:
+            return self.tf32
+        return self.fp32
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    host_s: float
+    device_s: float
+    flop_s: float            # the device's time in compute-bound kernels
+    byte_s: float            # in memory-bound ones
+    step_s: float
+    work: float              # units of work a GPU does in the step
+    memory_bytes: float
+
+    @property
+    def throughput(self) -> float:
+        return self.work / self.step_s
+
+    @property
+    def bound_by(self) -> str:
+        if self.host_s >= self.device_s:
+            return "host"
+        return "compute" if self.flop_s >= self.byte_s else "memory"
+
+
+def _weight_cast(row: OpRow) -> bool:
+    """autocast's cast of a weight to the compute dtype, or of its gradient back: a copy
+    whose size does not grow with the batch. Under FSDP the gathered parameters are
+    already in the compute dtype, and the gradients' cast is FSDP's reduce-scatter's."""
+    return row.op == "aten._to_copy" and row.nbytes[1] == 0 and row.flops == (0.0, 0.0)
+
+
+def fsdp_bytes(params: int, precision: str) -> float:
+    """Bytes FSDP2 moves through memory a step beside the model's own: each unit's
+    parameters cast to the compute dtype and gathered in the forward and again in the
+    backward (copy-in, gather, copy-out), and its gradients cast to fp32 and
+    reduce-scattered (copy-in, reduce, copy-out)."""
+    low = 2.0 if precision in LOW_PRECISION else 4.0
+    gather = (4.0 + low) + 2 * low + 2 * low
+    reduce = (low + 4.0) + 2 * 4.0 + 2 * 4.0
+    return params * (2 * gather + reduce)
+
+
+def estimate(config: Config, profile: StepProfile, rates: Rates, c: Constants, gpus: int = 1) -> StepEstimate | None:
+    """One GPU's step; None where the card lacks a rate the step needs."""
+    if rates.bandwidth is None:
+        return None
+    bw = c.e_bw * rates.bandwidth
+    flop_s = byte_s = 0.0
+    kernels = 0.0
+    for row in profile.rows:
+        if not row.kernel or (config.fsdp and _weight_cast(row)):
+            continue
+        flops, nbytes = row.at(config.batch)
+        if flops > 0:
+            peak = rates.peak_for(config, row.op)
+            if peak is None:
+                return None
+            t_flop, t_byte = flops / (c.e_flop * peak), nbytes / bw
+            if t_flop >= t_byte:
+                flop_s += row.count * t_flop
+            else:
+                byte_s += row.count * t_byte
+            kernels += row.count
+        else:
+            share = c.compile_bytes if config.compiled else 1.0
+            byte_s += row.count * share * nbytes / bw
+            kernels += row.count * (c.compile_bytes if config.compiled else 1.0)
+    host_kernel = c.host_per_kernel * (c.compile_host if config.compiled else 1.0)
+    host = kernels * host_kernel + (0 if config.compiled else profile.views * c.host_per_view) + c.host_per_step
+    if config.fsdp:
+        host += config.fsdp_units * c.fsdp_host_per_unit
+        byte_s += fsdp_bytes(profile.params, config.precision) / bw
+    device = flop_s + byte_s
+    p = c.overlap_p
+    step = (host ** p + device ** p) ** (1.0 / p)
+    return StepEstimate(host, device, flop_s, byte_s, step, config.batch * profile.work_per_batch,
+                        memory_bytes(config, profile, c, gpus))
+
+
+def memory_bytes(config: Config, profile: StepProfile, c: Constants, gpus: int = 1) -> float:
+    """The peak a GPU allocates in a step (torch.cuda.max_memory_allocated)."""
+    peak = profile.peak_bytes[0] + profile.peak_bytes[1] * config.batch
+    held = profile.held_bytes                   # parameters and optimizer states (fp32)
+    activations = max(peak - held, 0.0)
+    if config.compiled:
+        activations *= c.compile_activations
+    if config.fsdp:
+        low = 2.0 if config.precision in LOW_PRECISION else 4.0
+        block = profile.params / max(config.fsdp_units, 1)
+        # held state sharded; autocast's saved casts of the weights are FSDP's gathered
+        # copies, freed after the forward: two blocks gathered at a time instead
+        held = held / gpus
+        if config.precision in LOW_PRECISION and "activation-checkpointing" not in config.key:
+            activations -= profile.params * low
+        activations += 2 * block * low
+    else:
+        held += 4.0 * profile.params              # DDP's gradient buckets, fp32, one copy of the gradients
+    workspace = c.conv_workspace * profile.largest_convolution(config.batch)
+    return held + activations + workspace + profile.data_bytes + c.base_bytes
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured configuration the model is fitted to or checked against."""
+
+    workload: str
+    args: tuple[str, ...]
+    gpu: str
+    throughput: float        # units/s a GPU
+    step_s: float | None
+    memory_bytes: float | None
+    source: str
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return " ".join([self.workload, *self.args])
