@@ -15,7 +15,7 @@ import typer  # noqa: E402
 
 from gpubench import __version__  # noqa: E402
 from gpubench.cli import (advise_cmd, bench_cmd, config_cmd, down_cmd, logs_cmd,  # noqa: E402
-                          ls_cmd, mock_cmd, offers_cmd, provision_cmd, providers_cmd,
+                          ls_cmd, mock_cmd, offers_cmd, predict_cmd, provision_cmd, providers_cmd,
                           report_cmd, run_cmd, ssh_cmd, workloads_cmd)
 from gpubench.cli.render import err  # noqa: E402
 from gpubench.errors import GpubenchError  # noqa: E402
@@ -51,6 +51,7 @@ workloads_cmd.register(app)
 mock_cmd.register(app)
 offers_cmd.register(app)
 advise_cmd.register(app)
+predict_cmd.register(app)
 provision_cmd.register(app)
 ls_cmd.register(app)
 down_cmd.register(app)

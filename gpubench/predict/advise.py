@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpubench.predict import gpu_specs, links
+from gpubench.predict import gpu_specs, links, ops
 from gpubench.predict.basis import seconds_per_unit
-from gpubench.predict.memory import GB, ModelShape, need, say_gb, why_not
-from gpubench.predict.model import ASSUMED, MEASURED, UNCERTAINTY, Figure, StepInputs, scaling
+from gpubench.predict.memory import GB, USABLE_SHARE, ModelShape, need, say_gb, say_params, why_not
+from gpubench.predict.model import ASSUMED, MEASURED, MODELLED, UNCERTAINTY, Figure, StepInputs, scaling
 from gpubench.predict.workload_profiles import WorkloadProfile
 from gpubench.providers.common import Offer
 from gpubench.providers.gpus import offer_vram_gb
@@ -85,6 +85,8 @@ class Prediction:
     left_out: str | None = None  # why there is no figure
     pareto: bool = False
     strategy: str = "DDP"        # the subject's: "DDP", or "FSDP" (sharded)
+    memory_bytes: float | None = None   # the peak a GPU allocates, where the step model knows it
+    step_seconds: float | None = None
 
     @property
     def has_figure(self) -> bool:
@@ -126,7 +128,9 @@ def predict(subject: Subject, config: Config, records: list[dict], work: Work,
 def _predict(subject: Subject, config: Config, records: list[dict], work: Work,
              measured_link_mbit_s: float | None) -> Prediction:
     gpu, memory = config.offer.gpu_name, offer_vram_gb(config.offer)
-    too_big = does_not_fit(subject, config.gpus, memory)
+    step = ops.modelled(subject.workload, subject.args, gpu, memory, config.gpus)
+    too_big = (modelled_does_not_fit(subject, step, config.gpus, memory) if step is not None
+               else does_not_fit(subject, config.gpus, memory))
     if too_big:
         return Prediction(config, basis=NO_FIT, left_out=too_big)
     per_unit = seconds_per_unit(subject.profile, subject.workload, subject.args, subject.precision,
@@ -137,8 +141,10 @@ def _predict(subject: Subject, config: Config, records: list[dict], work: Work,
         return Prediction(config, left_out=why)
     spec = gpu_specs.spec_for(gpu, memory)
     link = links.for_count(config.offer, spec, config.gpus, config.nodes, measured_link_mbit_s)
+    # the step model counts what a step costs the host: no floor on top of it
+    by_model = per_unit.basis == MODELLED
     inputs = StepInputs(per_unit, subject.grad_bytes, subject.batch_per_gpu, GPU_OVERLAP,
-                        step_floor_s=GPU_STEP_FLOOR)
+                        step_floor_s=None if by_model else GPU_STEP_FLOOR)
     s = scaling(inputs, config.gpus, config.nodes, link)
     figures = [per_unit] + ([subject.grad_bytes, link.busbw_gbs, GPU_OVERLAP] if link else [])
     # The label is the least certain input that moves the figure: the link only where
@@ -147,9 +153,14 @@ def _predict(subject: Subject, config: Config, records: list[dict], work: Work,
     if s.at.bound_by == "overhead":
         telling, figures = [GPU_STEP_FLOOR], figures + [GPU_STEP_FLOOR]
     seconds = work.units / s.at.throughput
+    bound = s.at.bound_by
+    if step is not None and bound == "compute":
+        bound = step.estimate.bound_by          # host, compute or memory, as the step model says
     return Prediction(config, s.at.throughput, s.at.uncertainty, seconds,
                       config.price_per_hour * seconds / 3600.0, s.speedup, s.efficiency,
-                      weakest(telling), tuple(f.source for f in figures), s.at.bound_by)
+                      weakest(telling), tuple(f.source for f in figures), bound,
+                      memory_bytes=step.estimate.memory_bytes if step is not None else None,
+                      step_seconds=s.at.step_s)
 
 
 def does_not_fit(subject: Subject, gpus: int, card_gb: float | None) -> str | None:
@@ -169,6 +180,40 @@ def does_not_fit(subject: Subject, gpus: int, card_gb: float | None) -> str | No
     return reason
 
 
+def modelled_does_not_fit(subject: Subject, step: ops.Modelled, gpus: int, card_gb: float | None) -> str | None:
+    """Why the step model's peak for the workload does not fit the card, with the largest
+    batch that would and, where DDP cannot hold the model, what FSDP would need; None
+    where it fits."""
+    if not card_gb:
+        return None
+    card = card_gb * GB
+    usable = card * USABLE_SHARE.value
+    if step.estimate.memory_bytes <= usable:
+        return None
+    static, per_batch = ops.memory_line(step.config, gpus)
+    strategy = "FSDP" if step.config.fsdp else "DDP"
+    over = f" over {gpus} GPU{'s' if gpus > 1 else ''}" if step.config.fsdp else ""
+    head = (f"{say_params(step.params)} with AdamW under {strategy}{over} needs about {say_gb(static)} a GPU "
+            f"plus {say_gb(per_batch)} a {subject_word(subject)}; this card has {say_gb(card)}")
+    most = ops.largest_batch(step.config, usable, gpus)
+    reason = head + (": not even the model fits" if most < 1 else
+                     f": batch {most} at most (asked {step.config.batch})")
+    if strategy == "DDP" and subject.workload in SHARDABLE and gpus > 1:
+        sharded = ops.modelled(SHARDABLE[subject.workload], subject.args, step.rates.name, card_gb, gpus)
+        if sharded is not None:
+            s_static, _ = ops.memory_line(sharded.config, gpus)
+            reason += (f"; FSDP over {gpus} GPUs would need about {say_gb(s_static)} a GPU plus activations "
+                       f"({SHARDABLE[subject.workload]})")
+    return reason
+
+
+SHARDABLE = {"gpt-ddp": "gpt-fsdp"}
+
+
+def subject_word(subject: Subject) -> str:
+    return "sequence" if subject.workload in SHARDABLE.keys() | set(SHARDABLE.values()) else "sample"
+
+
 def fsdp_where_ddp_cannot_fit(predictions: list[Prediction], sharded: Subject | None,
                               records: list[dict], work: Work) -> list[Prediction]:
     """The configurations on which the model cannot train under DDP, predicted again under
@@ -176,8 +221,8 @@ def fsdp_where_ddp_cannot_fit(predictions: list[Prediction], sharded: Subject | 
     model outgrew a card can rent instead."""
     if sharded is None:
         return []
-    again = [predict(sharded, p.config, records, work)
-             for p in predictions if p.basis == NO_FIT and p.strategy == "DDP"]
+    again = [predict(sharded, p.config, records, work)      # one GPU: nothing to shard over
+             for p in predictions if p.basis == NO_FIT and p.strategy == "DDP" and p.config.gpus > 1]
     return [p for p in again if p.has_figure]
 
 

@@ -3,12 +3,15 @@
 In order, the first that exists wins:
 1. measured: ok records of the same workload, arguments and precision on that GPU type
    at one GPU (the user's results, then the reference records that ship with gpubench);
-2. published: a single-GPU training throughput published for that GPU type (the
+2. modelled: the step model (ops.py), where a step profile covers the arguments: each
+   operation of the step against the card's datasheet rates, with constants fitted to
+   measured runs (published figures stay a check beside it: `gpubench predict`);
+3. published: a single-GPU training throughput published for that GPU type (the
    workload at its default size only: that is what was published);
-3. scaled: the nearest measured GPU type (else the nearest with a published figure),
+4. scaled: the nearest measured GPU type (else the nearest with a published figure),
    times the datasheet ratio of the resource the workload is bound by (tensor FLOP/s,
    or memory bandwidth for embedding tables);
-4. datasheet: the workload's counted FLOPs over the GPU's peak at an assumed share of it.
+5. datasheet: the workload's counted FLOPs over the GPU's peak at an assumed share of it.
 An unknown GPU type with no records is no basis: None, never a made-up figure.
 
 Records of a CPU standing in for a GPU (a mock instance, device "cpu") are never taken
@@ -22,7 +25,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpubench.predict import gpu_specs
+from gpubench.predict import gpu_specs, ops
 from gpubench.predict.model import DATASHEET, MEASURED, PUBLISHED, SCALED, Figure
 from gpubench.predict.workload_profiles import WorkloadProfile
 from gpubench.providers.gpus import normalize_gpu_name
@@ -56,8 +59,27 @@ def rate_kind(workload: str, precision: str) -> str:
     return "tf32" if kind == "fp32" and workload in CONV_WORKLOADS else kind
 
 
+# Arguments that change neither the model nor a step's work: how long a run is, its seed,
+# where it writes. Two runs that differ only in these measure the same configuration.
+RUN_LENGTH_FLAGS = ("--steps", "--warmup", "--epochs", "--seed", "--record-file", "--profile")
+
+
+def step_args(args) -> tuple[str, ...]:
+    """`args` less the run-length flags and their values (--steps 20, --warmup=5)."""
+    out, skip = [], False
+    for a in args:
+        a = str(a)
+        if skip:
+            skip = False
+        elif a in RUN_LENGTH_FLAGS:
+            skip = True
+        elif not a.startswith(tuple(f + "=" for f in RUN_LENGTH_FLAGS)):
+            out.append(a)
+    return tuple(out)
+
+
 def _same_config(record: dict, workload: str, args: tuple, precision: str) -> bool:
-    return (record.get("workload") == workload and tuple(record.get("workload_args") or ()) == args
+    return (record.get("workload") == workload and step_args(record.get("workload_args") or ()) == step_args(args)
             and (record.get("precision") or "fp32") == precision and record.get("status", "ok") == "ok"
             and (record.get("nodes") or 1) == 1 and record.get("gpu_count") == 1
             and isinstance(record.get("throughput"), (int, float)) and record["throughput"] > 0)
@@ -71,7 +93,7 @@ def measured_by_gpu(records: list[dict], workload: str, args: tuple, precision: 
     for r in records:
         if (_same_config(r, workload, args, precision) and r.get("device") == device
                 and not r.get("mock_instance")):
-            name = "cpu" if device == "cpu" else normalize_gpu_name(str(r.get("gpu_name") or ""))
+            name = "cpu" if device == "cpu" else _canonical(str(r.get("gpu_name") or ""))
             found.setdefault(name, []).append(r)
     out = {}
     for name, rows in found.items():
@@ -83,19 +105,29 @@ def measured_by_gpu(records: list[dict], workload: str, args: tuple, precision: 
     return out
 
 
+def _canonical(gpu_name: str, memory_gb: float | None = None) -> str:
+    """The datasheet table's name for a card ("NVIDIA H200" and "H200" are "H200 SXM"),
+    else its normalised spelling."""
+    spec = gpu_specs.spec_for(gpu_name, memory_gb)
+    return spec.name if spec is not None else normalize_gpu_name(gpu_name)
+
+
 def seconds_per_unit(profile: WorkloadProfile | None, workload: str, args: tuple, precision: str,
                      gpu_name: str, records: list[dict], published_ok: bool,
                      memory_gb: float | None = None) -> Figure | None:
     """Seconds for one unit of work on one GPU of `gpu_name`, with its basis, or None.
     `published_ok`: the workload runs at the size the published figures were made at."""
     measured = measured_by_gpu(records, workload, args, precision)
-    name = normalize_gpu_name(gpu_name)
+    name = _canonical(gpu_name, memory_gb)
     if name in measured:
         m = measured[name]
         return Figure(1.0 / m.per_gpu, MEASURED, f"measured: {m.where}")
     spec = gpu_specs.spec_for(gpu_name, memory_gb)
     if spec is None:
         return None
+    step = ops.modelled(workload, args, gpu_name, memory_gb)
+    if step is not None:
+        return step.seconds_per_unit
     if published_ok:
         rows = [p for p in gpu_specs.published_for(workload, spec.name, precision) if p.gpus == 1]
         if rows:

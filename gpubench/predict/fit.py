@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from gpubench.predict import gpu_specs, ops
+from gpubench.predict.basis import step_args
 from gpubench.providers.gpus import normalize_gpu_name
 
 THROUGHPUT_CONSTANTS = ("e_flop", "e_bw", "host_per_kernel", "host_per_view", "host_per_step", "overlap_p",
@@ -50,20 +51,6 @@ class Point:
     records: int
 
 
-def _neutral_free(args: list) -> tuple[str, ...]:
-    """The arguments less those that change neither the model nor the batch's work."""
-    out, skip = [], False
-    for a in args:
-        if skip:
-            skip = False
-            continue
-        if a in ("--steps", "--warmup", "--epochs", "--seed", "--record-file", "--profile"):
-            skip = True
-            continue
-        out.append(str(a))
-    return tuple(out)
-
-
 def points(records: list[dict]) -> list[Point]:
     """Every measured 1-GPU configuration a step profile covers, on a GPU type the
     datasheet table knows."""
@@ -76,7 +63,7 @@ def points(records: list[dict]) -> list[Point]:
         config = ops.config_for(str(r.get("workload")), list(r.get("workload_args") or []))
         if spec is None or config is None:
             continue
-        key = (spec.name, config, _neutral_free(r.get("workload_args") or []))
+        key = (spec.name, config, step_args(r.get("workload_args") or []))
         grouped.setdefault(key, []).append(r)
     out = []
     for (gpu, config, args), rows in grouped.items():

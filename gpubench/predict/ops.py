@@ -352,7 +352,10 @@ def memory_bytes(config: Config, profile: StepProfile, c: Constants, gpus: int =
     else:
         held += 4.0 * profile.params              # DDP's gradient buckets, fp32, one copy of the gradients
     workspace = c.conv_workspace * profile.largest_convolution(config.batch)
-    return held + activations + workspace + profile.data_bytes + c.base_bytes
+    # counted at batches of 8 and 16, where activations peak at the forward's end; at a
+    # batch of one or two the step's end can be higher: every gradient made, all states held
+    grads = 4.0 * profile.params / (gpus if config.fsdp else 1)
+    return max(held + activations, held + grads) + workspace + profile.data_bytes + c.base_bytes
 
 
 @dataclass(frozen=True)
@@ -371,3 +374,82 @@ class Measurement:
     @property
     def label(self) -> str:
         return " ".join([self.workload, *self.args])
+
+
+# Where the card is not one the constants were fitted on, its datasheet stands in for
+# what was measured: the interval widens by this much.
+OTHER_GPU_SPREAD = 0.10
+
+
+@lru_cache(maxsize=1)
+def shipped_constants() -> Constants:
+    return load_constants()
+
+
+@dataclass(frozen=True)
+class Modelled:
+    """A suite workload's step on one GPU of a type, by the step model."""
+
+    config: Config
+    estimate: StepEstimate
+    rates: Rates
+    seconds_per_unit: "Figure"
+    memory: "Figure"
+    params: int
+
+
+def memory_at(config: Config, batch: int, gpus: int = 1, c: Constants | None = None) -> float:
+    from dataclasses import replace
+
+    return memory_bytes(replace(config, batch=batch), profile_for(config), c or shipped_constants(), gpus)
+
+
+def memory_line(config: Config, gpus: int = 1, c: Constants | None = None) -> tuple[float, float]:
+    """What a GPU's peak is made of: the model's (at a batch of 0) and a batch element's."""
+    return memory_at(config, 0, gpus, c), (memory_at(config, 16, gpus, c) - memory_at(config, 8, gpus, c)) / 8
+
+
+def largest_batch(config: Config, room: float, gpus: int = 1, c: Constants | None = None) -> int:
+    """The largest batch whose peak fits `room` bytes (0: none); the peak grows with the batch."""
+    low, high = 0, 1
+    while high < 2**20 and memory_at(config, high, gpus, c) <= room:
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if memory_at(config, mid, gpus, c) <= room else (low, mid)
+    return low
+
+
+def fitted_gpus(c: Constants) -> set[str]:
+    return {label.rsplit(" on ", 1)[1] for label in c.fitted_on if " on " in label}
+
+
+def modelled(workload: str, args: tuple | list, gpu_name: str, memory_gb: float | None = None,
+             gpus: int = 1, constants: Constants | None = None) -> Modelled | None:
+    """The step model's figure for `workload` at `args` on one GPU of `gpu_name` (of
+    `gpus` in all, for FSDP's shards); None where there is no step profile for the
+    arguments, no datasheet row for the card, or the card lacks a rate the step needs."""
+    from gpubench.predict.model import MODELLED, Figure
+
+    config = config_for(workload, args)
+    profile = profile_for(config) if config else None
+    spec = gpu_specs.spec_for(gpu_name, memory_gb) if gpu_name else None
+    if profile is None or spec is None:
+        return None
+    c = constants or shipped_constants()
+    rates = Rates.of(spec)
+    est = estimate(config, profile, rates, c, gpus)
+    if est is None:
+        return None
+    here = spec.name in fitted_gpus(c)
+    spread = c.uncertainty(config) + (0.0 if here else OTHER_GPU_SPREAD)
+    on = "the card the model was fitted on" if here else "its datasheet's rates"
+    source = (f"modelled: {config.key}{' compiled' if config.compiled else ''} at a batch of {config.batch}, "
+              f"{profile.kernels:,} kernels a step: host {est.host_s * 1e3:.1f} ms, device "
+              f"{est.device_s * 1e3:.1f} ms ({est.flop_s * 1e3:.1f} compute-bound, {est.byte_s * 1e3:.1f} "
+              f"memory-bound) on {spec.name}, {on}; constants {c.source}")
+    memory = Figure(est.memory_bytes, MODELLED,
+                    f"the step's counted peak of live tensors ({PROFILES_FILE}), fitted as above",
+                    spread=max(MIN_UNCERTAINTY, 0.25))
+    return Modelled(config, est, rates, Figure(est.step_s / est.work, MODELLED, source, spread=spread), memory,
+                    profile.params)

@@ -44,9 +44,9 @@ def test_the_confirmation_shows_price_times_expected_time(cloud, cli, tmp_path, 
                      r"\(predicted from (\w+) figures\), about \$(\d+\.\d+) at \$0\.16/h", questions[0])
     assert said, questions[0]
     assert float(said[4]) == pytest.approx(0.16 * int(said[2]) / 60, abs=0.006)
-    # no record of mnist-ddp on an RTX 3090, nothing published: its counted FLOPs take a
-    # fraction of a millisecond at the datasheet's rate, so the assumed floor of a step binds
-    assert said[3] == "assumed"
+    # no record of mnist-ddp on an RTX 3090: the step model's figure (its operations at the
+    # card's datasheet rates, constants fitted on measured runs)
+    assert said[3] == "modelled"
 
 
 def test_under_yes_a_replacement_goes_up_to_the_stated_ceiling_and_no_further(cloud, cli, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from gpubench.predict import basis
 from gpubench.predict.advise import (NO_BASIS, NO_FIT, Config, Work, advice, cheapest_of_each, configs, mark_pareto,
                                      predict, ranked)
-from gpubench.predict.model import DATASHEET, MEASURED, PUBLISHED, SCALED
+from gpubench.predict.model import DATASHEET, MEASURED, MODELLED, SCALED
 from gpubench.predict.subject import NoSubject, suite_subject, work_for
 from gpubench.predict.words import advice_sentence
 from gpubench.providers.common import Offer
@@ -32,22 +32,25 @@ def one(gpu="H100 SXM", records=(), count=1, nodes=1, **extra):
     return predict(subject, Config(o, count * nodes, nodes, o.price_per_hour * nodes), list(records), EPOCH)
 
 
-def test_a_measured_record_on_that_gpu_type_beats_the_published_figure():
-    published = one("H100 SXM")
-    assert published.basis == PUBLISHED and "published" in published.sources[0]
-    measured = one("H100 SXM", [record(throughput=2000.0)])
-    assert measured.basis == MEASURED
+def test_a_measured_record_on_that_gpu_type_beats_the_step_model():
+    modelled = one("H100 SXM")
+    assert modelled.basis == MODELLED and modelled.sources[0].startswith("modelled: resnet-ddp")
+    measured = one("H100 SXM", [record(throughput=2000.0, workload_args=["--steps", "30"])])
+    assert measured.basis == MEASURED          # a run's length does not make it another configuration
     assert measured.throughput == pytest.approx(2000.0)
-    assert measured.uncertainty < published.uncertainty
+    assert measured.uncertainty < modelled.uncertainty
 
 
 def test_a_cpu_standing_in_for_the_gpu_is_never_taken_for_it():
     mock = one("H100 SXM", [record(throughput=12.0, device="cpu"), record(throughput=15.0, mock_instance=True)])
-    assert mock.basis == PUBLISHED
+    assert mock.basis == MODELLED
 
 
-def test_without_a_record_or_a_published_figure_the_nearest_measured_type_is_scaled():
-    p = one("L40S", [record("A100 SXM", throughput=1000.0)])
+def test_without_a_step_profile_or_a_record_the_nearest_measured_type_is_scaled():
+    args = ("--width", "32")          # a ResNet no step profile was counted for
+    records = [record("A100 SXM", throughput=1000.0, workload_args=list(args), grad_bytes=26_000_000)]
+    subject = suite_subject("resnet-ddp", args, records)
+    p = predict(subject, Config(offer("L40S"), 1, 1, 2.5), records, EPOCH)
     assert p.basis == SCALED and "A100 SXM" in p.sources[0]
     # the tf32 peaks' ratio (L40S 183 against A100 156): about 1.17x the A100's figure
     assert 1.0 < p.throughput / 1000.0 < 1.4
@@ -70,11 +73,12 @@ def test_an_unknown_gpu_type_is_no_basis_never_a_made_up_figure():
 
 def test_with_nothing_measured_or_published_the_counted_flops_meet_the_datasheet():
     profile = suite_subject("resnet-ddp", (), []).profile
-    figure = basis.seconds_per_unit(profile, "resnet-ddp", (), "fp32", "RTX 3090", [], published_ok=False)
+    figure = basis.seconds_per_unit(profile, "resnet-ddp", ("--width", "32"), "fp32", "RTX 3090", [],
+                                    published_ok=False)
     assert figure.basis == DATASHEET and "GFLOP per image" in figure.source
     # 24.3 GFLOP an image at 35% of the 3090's 35.6 TFLOP/s tf32 peak
     assert figure.value == pytest.approx(profile.flops_per_sample / (35.6e12 * basis.ASSUMED_MFU), rel=0.01)
-    assert basis.seconds_per_unit(None, "resnet-ddp", (), "fp32", "RTX 3090", [], False) is None
+    assert basis.seconds_per_unit(None, "resnet-ddp", ("--width", "32"), "fp32", "RTX 3090", [], False) is None
 
 
 def test_nvlink_machines_scale_better_than_pcie_ones_and_a_slow_network_worst():
@@ -157,12 +161,12 @@ def test_an_offer_too_small_for_the_model_is_left_out_with_the_reason():
     assert subject.shape.params == pytest.approx(1.3e9, rel=0.05) and subject.strategy == "DDP"
     small = predict(subject, Config(offer("RTX 4090", 1, vram_gb=24), 1, 1, 0.4), [], EPOCH)
     assert small.basis == NO_FIT and small.throughput is None
-    assert small.left_out == ("1.3B with AdamW under DDP needs about 21 GB a GPU plus activations; "
-                              "this card has 24 GB: not even the model fits")
+    # 1.313e9 parameters: 4 bytes each, 4 of gradient, 8 of AdamW's moments, 4 of DDP's buckets
+    assert small.left_out.startswith("1.3B with AdamW under DDP needs about 26 GB a GPU plus 2.4 GB a sequence")
+    assert small.left_out.endswith("this card has 24 GB: not even the model fits")
     assert predict(subject, Config(offer("H100 SXM", 1), 1, 1, 2.5), [], EPOCH).has_figure   # 80 GB
-    fp32 = suite_subject("gpt-ddp", GPT_1_3B[:-2], [])          # activations in fp32: 11.5 GB a sequence
-    big = predict(fp32, Config(offer("H100 SXM", 1), 1, 1, 2.5), [], EPOCH)
-    assert big.basis == NO_FIT and big.left_out.endswith("this card has 80 GB: batch 4 at most (asked 8)")
+    forty = predict(subject, Config(offer("A100 PCIe", 1, vram_gb=40), 1, 1, 1.0), [], EPOCH)
+    assert forty.basis == NO_FIT and forty.left_out.endswith("this card has 40 GB: batch 5 at most (asked 8)")
     one_sequence = suite_subject("gpt-ddp", GPT_1_3B + ("--batch-size", "1"), [])
     assert predict(one_sequence, Config(offer("H100 SXM"), 1, 1, 2.5), [], EPOCH).has_figure
 
@@ -170,17 +174,19 @@ def test_an_offer_too_small_for_the_model_is_left_out_with_the_reason():
 def test_where_ddp_cannot_fit_the_reason_says_what_fsdp_would_need():
     subject = suite_subject("gpt-ddp", GPT_1_3B + ("--batch-size", "1"), [])
     eight = predict(subject, Config(offer("RTX 4090", 8, vram_gb=24), 8, 1, 3.2), [], EPOCH)
-    assert "under DDP needs about 21 GB" in eight.left_out
-    assert eight.left_out.endswith("; FSDP over 8 GPUs would need about 2.9 GB a GPU plus activations (gpt-fsdp)")
-    # 1.313e9 parameters x 16 bytes / 8 = 2.63 GB, plus 3 blocks of 50.3M in bf16 = 0.30 GB
+    assert "under DDP needs about 26 GB" in eight.left_out
+    assert eight.left_out.endswith("; FSDP over 8 GPUs would need about 2.7 GB a GPU plus activations (gpt-fsdp)")
+    # 16 bytes of each of the 1.313e9 parameters over 8 = 2.6 GB, plus the blocks gathered in bf16
 
 
 def test_gpt_fsdp_fits_where_ddp_does_not_once_it_is_sharded_over_enough_gpus():
     args = ("--params", "1.3B", "--precision", "bf16", "--batch-size", "1")
     subject = suite_subject("gpt-fsdp", args, [])
     assert subject.strategy == "FSDP" and subject.shape.block_params == 12 * 2048 ** 2 + 2 * 2048
-    alone = predict(subject, Config(offer("RTX 4090", 1, vram_gb=24), 1, 1, 0.4), [], EPOCH)
+    four = suite_subject("gpt-fsdp", args[:-1] + ("4",), [])
+    alone = predict(four, Config(offer("RTX 4090", 1, vram_gb=24), 1, 1, 0.4), [], EPOCH)
     assert alone.basis == NO_FIT and "under FSDP over 1 GPU needs about 21 GB" in alone.left_out
+    assert alone.left_out.endswith("batch 2 at most (asked 4)")
     eight = predict(subject, Config(offer("RTX 4090", 8, vram_gb=24), 8, 1, 3.2), [], EPOCH)
     assert eight.has_figure
     checkpointed = suite_subject("gpt-fsdp", args + ("--activation-checkpointing",), [])

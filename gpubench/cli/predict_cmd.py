@@ -1,0 +1,78 @@
+"""`gpubench predict`: the prediction for a GPU type, asking no provider: a user's own
+cluster, or a card no one offers today."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from gpubench.cli.advise_cmd import WorkloadArg
+from gpubench.cli.options import ResultsOpt, WorkloadArgsArg
+from gpubench.cli.render import check_format, err, out
+from gpubench.errors import UsageError
+
+GpuOpt = Annotated[str, typer.Option("--gpu", help="The GPU type, e.g. H100 SXM, A100 PCIe 80GB, RTX 4090.")]
+GpusOpt = Annotated[int, typer.Option("--gpus", min=1, help="GPUs in all, over every machine.")]
+NodesOpt = Annotated[int, typer.Option("--nodes", min=1, help="Machines the GPUs are spread over.")]
+FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
+
+
+def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: GpuOpt = "",
+            gpus: GpusOpt = 1, nodes: NodesOpt = 1, results: ResultsOpt = None, fmt: FormatOpt = "table") -> None:
+    """Predict WORKLOAD's throughput, step time and memory a GPU on --gpus GPUs of type
+    --gpu over --nodes machines, from the same model advise, offers and bench use."""
+    from gpubench.cli.advise_cmd import _subject
+    from gpubench.predict import gpu_specs
+    from gpubench.predict.records import records_for_prediction
+    from gpubench.predict.subject import suite_subject
+    from gpubench.predict.verdict import verdict
+
+    check_format(fmt, ("table", "json"))
+    if not gpu:
+        raise UsageError("--gpu is needed: the GPU type to predict for (e.g. --gpu 'H100 SXM')")
+    spec = gpu_specs.spec_for(gpu)
+    if spec is None:
+        raise UsageError(f"--gpu: '{gpu}' is not a GPU type gpubench knows; known: "
+                         f"{', '.join(gpu_specs.known_gpus())}")
+    if gpus % nodes:
+        raise UsageError(f"--gpus {gpus} do not spread evenly over --nodes {nodes}")
+    records, warnings = records_for_prediction(results)
+    for line in warnings:
+        err(line)
+    subject = _subject(workload, tuple(workload_args or ()), records, suite_subject)
+    answer = verdict(subject, spec, gpus, nodes, records)
+    if fmt == "json":
+        out(json.dumps([answer], indent=2))
+        return
+    for key, value in _lines(answer):
+        out(f"{key:>13}: {value}")
+
+
+def _lines(a: dict) -> list[tuple[str, str]]:
+    from gpubench.predict.memory import say_gb
+    from gpubench.predict.words import say_duration
+
+    where = f"{a['gpus']}x {a['gpu']}" + (f" over {a['nodes']} machines" if a["nodes"] > 1 else "")
+    rows = [("prediction", f"{a['workload']} {' '.join(a['args'])}".strip() + f" on {where}")]
+    if a["throughput"] is None:
+        return rows + [("no figure", a["left_out"])]
+    rows += [("throughput", f"{a['throughput']:,.0f} {a['unit']} ({a['low']:,.0f} to {a['high']:,.0f}, "
+                            f"{a['interval']})"),
+             ("step", say_duration(a["step_seconds"]) if a["step_seconds"] >= 0.1
+              else f"{a['step_seconds'] * 1e3:.1f} ms"),
+             ("bound by", a["bound_by"] or "-"), ("basis", a["basis"])]
+    if a["memory_bytes"]:
+        rows.append(("memory a GPU", f"{say_gb(a['memory_bytes'])} at its peak"))
+    if a["speedup"] and a["gpus"] > 1:
+        rows.append(("speedup", f"{a['speedup']:.2f}x over 1 GPU (efficiency {a['efficiency']:.0%})"))
+    for p in a["published"]:
+        rows.append(("published", f"{p['per_gpu']:,.0f} {p['unit']} a GPU ({p['source']}); the model says "
+                                  f"{p['model_vs_published']:+.0%} {p['note']}".rstrip()))
+    rows += [("source", s) for s in a["sources"]]
+    return rows
+
+
+def register(app: typer.Typer) -> None:
+    app.command("predict")(predict)
