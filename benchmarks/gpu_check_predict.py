@@ -1,6 +1,7 @@
-"""What gpubench predicts the suite will do on one GPU of this machine's type, from
-published figures and datasheets alone (no record of any run), written down before
-the suite measures it.
+"""What gpubench predicts the suite will do on one GPU of this machine's type, written
+down before the suite measures it: `gpubench predict`'s model (each step's operations
+at the card's datasheet rates, with the constants gpubench ships, fitted to earlier
+reference runs), no record of this machine's runs.
 
     python benchmarks/gpu_check_predict.py --gpu "NVIDIA H200" --memory-gb 141 --out DIR
 
@@ -17,51 +18,42 @@ import sys
 import time
 from pathlib import Path
 
-from gpubench.predict.advise import Config, Work, predict
-from gpubench.predict.memory import need
+from gpubench.predict import gpu_specs
 from gpubench.predict.subject import NoSubject, suite_subject
-from gpubench.providers.common import Offer
+from gpubench.predict.verdict import verdict
 from workload_suite import gpu_plan, precision_args
 
 PREDICTION_FILE = "prediction.json"
 
 
 def predictions(gpu: str, memory_gb: float | None) -> list[dict]:
-    extra = {"gpu_total_ram_gb": memory_gb} if memory_gb else {}
-    offer = Offer("this-machine", "-", gpu, 1, 0.0, extra=extra)
+    spec = gpu_specs.spec_for(gpu, memory_gb)
     rows = []
     for workload, _, args in gpu_plan(1):
         if workload == "allreduce":          # one GPU: no link to predict
             continue
         wargs = (*args, *precision_args(gpu, workload, args))
+        if spec is None:
+            rows.append({"workload": workload, "args": list(wargs), "throughput": None,
+                         "left_out": f"{gpu}: no datasheet row"})
+            continue
         try:
             subject = suite_subject(workload, wargs, [])
         except NoSubject as e:
-            rows.append({"workload": workload, "args": list(wargs), "left_out": str(e)})
+            rows.append({"workload": workload, "args": list(wargs), "throughput": None, "left_out": str(e)})
             continue
-        p = predict(subject, Config(offer, 1, 1, 0.0), [], Work(1.0, "1 unit"))
-        memory, held = None, None
-        if subject.shape is not None:       # what one GPU holds: the state, plus activations where known
-            m = need(subject.shape, subject.strategy, 1, subject.activations)
-            memory = m.total(max(subject.memory_batch, 1)) or m.static_bytes
-            held = "state and activations" if subject.activations is not None else "state only"
-        rows.append({"workload": workload, "args": list(wargs), "precision": subject.precision,
-                     "memory_bytes": memory, "memory_holds": held,
-                     "unit": subject.unit, "throughput": p.throughput, "uncertainty": p.uncertainty,
-                     "basis": p.basis, "bound_by": p.bound_by, "sources": list(p.sources),
-                     "left_out": p.left_out})
+        rows.append({**verdict(subject, spec, 1, 1, []), "precision": subject.precision})
     return rows
 
 
 def line(row: dict) -> str:
     if row.get("throughput") is None:
         return f"{row['workload']:<11} no prediction: {row['left_out']}"
-    tp, u = row["throughput"], row["uncertainty"]
     bound = f", bound by {row['bound_by']}" if row.get("bound_by") else ""
     if row.get("memory_bytes"):
-        bound += f", {row['memory_bytes'] / 2**30:.2f} GiB a GPU ({row['memory_holds']})"
-    return (f"{row['workload']:<11} {row['precision']:<5} {tp:,.0f} {row['unit']} ±{u:.0%} "
-            f"({tp * (1 - u):,.0f}-{tp * (1 + u):,.0f}){bound}; {row['basis']}: {row['sources'][0]}")
+        bound += f", {row['memory_bytes'] / 2**30:.2f} GiB a GPU at its peak"
+    return (f"{row['workload']:<11} {row['precision']:<5} {row['throughput']:,.0f} {row['unit']} {row['interval']} "
+            f"({row['low']:,.0f}-{row['high']:,.0f}){bound}; {row['sources'][0]}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / PREDICTION_FILE).write_text(json.dumps(
         {"gpu": args.gpu, "memory_gb": args.memory_gb, "written_at": time.time(),
-         "from": "published figures and datasheets only (no record)", "rows": rows}, indent=1) + "\n")
-    print(f"predicted for 1x {args.gpu} before measuring (published figures and datasheets only):")
+         "from": "the step model with its shipped constants (no record of this machine)", "rows": rows},
+        indent=1) + "\n")
+    print(f"predicted for 1x {args.gpu} before measuring (the step model, no record of this machine):")
     for row in rows:
         print("  " + line(row))
     return 0

@@ -4,6 +4,7 @@ predicted from figures measured on this machine first, then measured, and the er
 of each prediction printed.
 
     sudo .venv/bin/python benchmarks/predict_accuracy.py [--quick] [--part A|B]
+    .venv/bin/python benchmarks/predict_accuracy.py --part G     # the step model on real GPU runs
 
 Part A, processes on this CPU (gloo over loopback). For each suite workload that
 trains (mnist-ddp, resnet-ddp, gpt-ddp, recsys-ddp at the sizes the suite picks on a
@@ -19,6 +20,11 @@ second of compute ~25 and ~130 MB). The 1-node runs first; then, per rate, the
 all-reduce bandwidth across the link (the `allreduce` workload, one rank per
 namespace), the prediction of each workload's 2-node throughput and speedup, and the
 2-node runs.
+
+Part G, no run: each configuration of the reference records measured on a real GPU
+(results/reference/<device>/) is predicted by the step model (gpubench/predict/ops.py)
+with its constants fitted to every other configuration (leave-one-out), beside the
+measurement: the error, whether it falls inside the interval, and the memory a GPU.
 
 Every process runs one thread (OMP_NUM_THREADS=1): on a 2-core machine two processes
 are meant to get a core each, so that a sample costs the same compute at 1 and at 2
@@ -664,16 +670,38 @@ def _interrupted(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def part_g() -> int:
+    """Part G: each configuration measured on a real GPU (results/reference/), predicted by
+    the step model fitted to all the others (gpubench/predict/fit.py), beside what was
+    measured: throughput, whether it falls inside the interval, and the memory a GPU."""
+    from gpubench.predict import fit
+
+    t0 = time.monotonic()
+    pts = fit.points(fit.reference_records())
+    if not pts:
+        say("part G: no reference record on a GPU to check the model against")
+        return 1
+    checks = fit.leave_one_out(pts)
+    say(f"part G: {len(pts)} configurations measured on {', '.join(sorted({p.rates.name for p in pts}))}, "
+        f"each predicted with itself left out of the fit ({time.monotonic() - t0:.1f} s)")
+    say("command: " + " ".join([Path(sys.executable).name, *sys.argv]))
+    say(fit.table(checks))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="one workload, a few steps")
-    ap.add_argument("--part", choices=["A", "B", "all"], default="all")
+    ap.add_argument("--part", choices=["A", "B", "G", "all"], default="all",
+                    help="G: the step model on the reference GPU runs, leave-one-out (no run, seconds)")
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT_S, help="seconds, the whole run")
     ap.add_argument("--share-worker", nargs=2, metavar=("ROLE", "T0"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.share_worker:
         share_worker(args.share_worker[0], float(args.share_worker[1]))
         return 0
+    if args.part == "G":
+        return part_g()
     started = time.monotonic()
     machine = machine_line()
     clock = Clock(args.time_limit)

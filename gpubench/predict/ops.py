@@ -444,7 +444,9 @@ def modelled(workload: str, args: tuple | list, gpu_name: str, memory_gb: float 
     here = spec.name in fitted_gpus(c)
     spread = c.uncertainty(config) + (0.0 if here else OTHER_GPU_SPREAD)
     on = "the card the model was fitted on" if here else "its datasheet's rates"
-    source = (f"modelled: {config.key}{' compiled' if config.compiled else ''} at a batch of {config.batch}, "
+    how = (f" under FSDP2 over {gpus} GPU{'s' if gpus > 1 else ''}" if config.fsdp else "") + \
+        (" compiled" if config.compiled else "")
+    source = (f"modelled: {config.key}{how} at a batch of {config.batch}, "
               f"{profile.kernels:,} kernels a step: host {est.host_s * 1e3:.1f} ms, device "
               f"{est.device_s * 1e3:.1f} ms ({est.flop_s * 1e3:.1f} compute-bound, {est.byte_s * 1e3:.1f} "
               f"memory-bound) on {spec.name}, {on}; constants {c.source}")

@@ -1,0 +1,86 @@
+"""The step model on the measured GPU runs: its fit, its leave-one-out accuracy, its
+memory a GPU, and what it says of cards it was not fitted on."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpubench.predict import fit, ops
+from gpubench.predict.advise import Config, Work, predict
+from gpubench.predict.subject import suite_subject
+from gpubench.predict.verdict import interval_text
+from gpubench.providers.common import Offer
+
+
+@pytest.fixture(scope="module")
+def points():
+    found = fit.points(fit.reference_records())
+    assert len(found) >= 15, "the H200 reference records are where the model is fitted"
+    return found
+
+
+def test_the_shipped_constants_are_the_fit_of_the_shipped_reference_records(points):
+    """step_constants.json is written by `python -m gpubench.predict.fit --write`: a changed
+    record, profile or model without a new fit fails here."""
+    fitted, shipped = fit.fit(points), ops.load_constants()
+    for name in ops.FITTED:
+        assert getattr(shipped, name) == pytest.approx(getattr(fitted, name), rel=1e-3), name
+    assert set(shipped.fitted_on) == {p.label for p in points}
+
+
+def test_the_fitted_model_explains_each_measurement_by_what_bounds_it(points):
+    c = ops.load_constants()
+    by_label = {p.label: fit.predicted(p, c) for p in points}
+    for p in points:
+        e = by_label[p.label]
+        assert abs(math.log(e.throughput / p.throughput)) < math.log(1.6), p.label
+    # the suite's small models wait on the host; ResNet-50 on memory; a compiled GPT on compute
+    assert by_label["mnist-ddp --batch-size 512 on H200 SXM"].bound_by == "host"
+    assert by_label["resnet-ddp --precision fp32 on H200 SXM"].bound_by == "memory"
+    assert by_label["gpt-ddp --compile --precision bf16 on H200 SXM"].bound_by == "compute"
+    # its physical constants stay physical: a share of the peaks, microseconds a kernel
+    assert 0.3 < c.e_flop <= 1.0 and 0.2 < c.e_bw <= 1.0 and 1e-6 < c.host_per_kernel < 2e-4
+
+
+@pytest.mark.slow
+def test_left_out_each_measured_configuration_is_predicted_within_the_targets(points):
+    checks = fit.leave_one_out(points)
+    s = fit.summary(checks)
+    assert s["median_error"] <= 0.15
+    assert s["inside"] == s["of"] == len(points)
+    for c in checks:          # memory a GPU within 25% wherever the peak is a GiB or more
+        if c.measured_memory and c.measured_memory >= 2**30:
+            assert abs(c.memory_error) <= 0.25, c.label
+
+
+def test_an_h100_sxm_is_predicted_faster_than_an_l40s_on_resnet_50_in_bf16():
+    """Scaling by the tensor peak alone put an L40S above an H100 SXM; ResNet-50's step is
+    bound by memory traffic, where the H100's 3.35 TB/s beats the L40S's 0.86."""
+    subject = suite_subject("resnet-ddp", ("--precision", "bf16"), [])
+    rates = {gpu: predict(subject, Config(Offer("x", gpu, gpu, 1, 1.0), 1, 1, 1.0), [], Work(1e6, "x")).throughput
+             for gpu in ("H100 SXM", "L40S", "A100 SXM")}
+    assert rates["H100 SXM"] > rates["A100 SXM"] > rates["L40S"]
+
+
+def test_memory_a_gpu_grows_with_the_batch_and_shrinks_with_fsdp_shards():
+    config = ops.config_for("gpt-fsdp", ["--params", "1.3B", "--precision", "bf16", "--batch-size", "4"])
+    one, eight = ops.memory_at(config, 4, 1), ops.memory_at(config, 4, 8)
+    assert eight < one / 2
+    assert ops.memory_at(config, 8, 1) > one
+    checkpointed = ops.config_for("gpt-fsdp", ["--params", "1.3B", "--precision", "bf16", "--batch-size", "4",
+                                               "--activation-checkpointing"])
+    assert ops.memory_at(checkpointed, 4, 1) < one
+
+
+def test_arguments_no_step_profile_covers_have_no_modelled_figure():
+    assert ops.config_for("resnet-ddp", ["--width", "32"]) is None
+    assert ops.config_for("gpt-ddp", ["--n-layer", "3"]) is None
+    assert ops.modelled("resnet-ddp", [], "Quantum 9000") is None
+    assert ops.modelled("resnet-ddp", ["--precision", "bf16"], "V100 SXM") is None   # no bf16 tensor cores
+
+
+def test_an_interval_says_which_side_is_wider():
+    assert interval_text(100.0, 80.0, 125.0) == "-20%/+25%"
+    assert interval_text(100.0, 90.0, 110.0) == "±10%"
