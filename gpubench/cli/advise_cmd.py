@@ -68,7 +68,7 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     records, warnings = records_for_prediction(results)
     for line in warnings:
         err(line)
-    subject = _subject(workload, tuple(workload_args or ()), records, suite_subject)
+    subject = subject_of(workload, tuple(workload_args or ()), records, suite_subject)
     work = work_for(subject, epochs, samples)
     offers = _offers(provider, gpu)
     chosen, folded = cheapest_of_each([c for c in configs(offers, counts, node_counts)
@@ -123,7 +123,7 @@ def left_out_lines(predictions) -> list[str]:
     return lines
 
 
-def _subject(workload: str, args: tuple, records: list[dict], suite_subject):
+def subject_of(workload: str, args: tuple, records: list[dict], suite_subject):
     from gpubench import suite
 
     ref = suite.resolve(workload, None)

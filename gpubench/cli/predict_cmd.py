@@ -23,7 +23,7 @@ def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: G
             gpus: GpusOpt = 1, nodes: NodesOpt = 1, results: ResultsOpt = None, fmt: FormatOpt = "table") -> None:
     """Predict WORKLOAD's throughput, step time and memory a GPU on --gpus GPUs of type
     --gpu over --nodes machines, from the same model advise, offers and bench use."""
-    from gpubench.cli.advise_cmd import _subject
+    from gpubench.cli.advise_cmd import subject_of
     from gpubench.predict import gpu_specs
     from gpubench.predict.records import records_for_prediction
     from gpubench.predict.subject import suite_subject
@@ -41,7 +41,7 @@ def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: G
     records, warnings = records_for_prediction(results)
     for line in warnings:
         err(line)
-    subject = _subject(workload, tuple(workload_args or ()), records, suite_subject)
+    subject = subject_of(workload, tuple(workload_args or ()), records, suite_subject)
     answer = verdict(subject, spec, gpus, nodes, records)
     if fmt == "json":
         out(json.dumps([answer], indent=2))

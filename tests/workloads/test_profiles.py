@@ -145,3 +145,17 @@ def test_profiles_json_is_up_to_date():
         if shipped["torch"] != torch.__version__:  # another torch may count another way
             shipped, counted = {**shipped, "torch": None}, {**counted, "torch": None}
         assert counted == shipped, f"{workload}: profiles.json is out of date"
+
+
+@pytest.mark.slow
+def test_the_shipped_step_profiles_are_what_op_profile_counts_now():
+    """workloads/step_profiles.json is `python workloads/op_profile.py --write`'s: a changed
+    workload model without a new count fails here (two configurations, counted again)."""
+    import op_profile
+
+    shipped = json.loads(op_profile.STEP_PROFILES_FILE.read_text())["profiles"]
+    for workload, args in (("mnist-ddp", []), ("gpt-ddp", ["--params", "125M", "--precision", "bf16"])):
+        again = op_profile.profile(workload, args)
+        kept = shipped[op_profile.key(workload, args)]
+        assert again["ops"] == kept["ops"] and again["peak_bytes"] == kept["peak_bytes"]
+        assert again["held_bytes"] == kept["held_bytes"] and again["data_bytes"] == kept["data_bytes"]
