@@ -42,6 +42,7 @@ NAME_HELP = "Instance name [default: PROVIDER-xxxxxx]."
 
 MachineGpusOpt = Annotated[int, typer.Option("--gpus", help=MACHINE_GPUS_HELP)]
 MachineGpusFilterOpt = Annotated[Optional[int], typer.Option("--gpus", help=MACHINE_GPUS_HELP)]
+TotalGpusOpt = Annotated[int, typer.Option("--gpus", min=1, help="GPUs in all, over every machine.")]
 GpuTypeOpt = Annotated[Optional[str], typer.Option("--gpu-type", help=GPU_TYPE_HELP)]
 OffersGpuOpt = Annotated[Optional[str], typer.Option("--gpu", help=GPU_TYPE_HELP)]  # offers spells it --gpu
 MaxPriceOpt = Annotated[Optional[float], typer.Option("--max-price", help=MAX_PRICE_HELP)]

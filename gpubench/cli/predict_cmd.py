@@ -9,18 +9,16 @@ from typing import Annotated, Optional
 import typer
 
 from gpubench.cli.advise_cmd import WorkloadArg
-from gpubench.cli.options import ResultsOpt, WorkloadArgsArg
+from gpubench.cli.options import DocumentFormatOpt, ResultsOpt, TotalGpusOpt, WorkloadArgsArg
 from gpubench.cli.render import check_format, err, out
 from gpubench.errors import UsageError
 
 GpuOpt = Annotated[str, typer.Option("--gpu", help="The GPU type, e.g. H100 SXM, A100 PCIe 80GB, RTX 4090.")]
-GpusOpt = Annotated[int, typer.Option("--gpus", min=1, help="GPUs in all, over every machine.")]
 NodesOpt = Annotated[int, typer.Option("--nodes", min=1, help="Machines the GPUs are spread over.")]
-FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
 
 
 def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: GpuOpt = "",
-            gpus: GpusOpt = 1, nodes: NodesOpt = 1, results: ResultsOpt = None, fmt: FormatOpt = "table") -> None:
+            gpus: TotalGpusOpt = 1, nodes: NodesOpt = 1, results: ResultsOpt = None, fmt: DocumentFormatOpt = "table") -> None:
     """Predict WORKLOAD's throughput, step time and memory a GPU on --gpus GPUs of type
     --gpu over --nodes machines, from the same model advise, offers and bench use."""
     from gpubench.cli.advise_cmd import subject_of

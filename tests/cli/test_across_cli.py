@@ -52,7 +52,7 @@ def test_the_question_lists_each_candidate_with_its_price_prediction_and_the_tot
         "  1. 1x H100 PCIe (80 GB) at $N/h on vast", "  2. 1x H100 PCIe (80 GB) at $N/h on runpod",
         "  3. 1x H100 PCIe (80 GB) at $N/h on lambda"]
     assert all(" an epoch (" in ln and "; this bench about " in ln for ln in lines[1:4])
-    assert "(scaled, on the front)" in lines[1]       # same speed, cheapest: the front
+    assert "(modelled, on the front)" in lines[1]       # same speed, cheapest: the front
     assert lines[4].startswith("  about $") and " in all; each stops itself after " in lines[4]
     assert lines[4].endswith("budget $5.00 for all; each terminated at the end")
 
