@@ -4,20 +4,19 @@ cluster, or a card no one offers today."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from gpubench.cli.advise_cmd import WorkloadArg
-from gpubench.cli.options import DocumentFormatOpt, ResultsOpt, TotalGpusOpt, WorkloadArgsArg
+from gpubench.cli.options import DocumentFormatOpt, OffersGpuOpt, ResultsOpt, TotalGpusOpt, WorkloadArgsArg
 from gpubench.cli.render import check_format, err, out
 from gpubench.errors import UsageError
 
-GpuOpt = Annotated[str, typer.Option("--gpu", help="The GPU type, e.g. H100 SXM, A100 PCIe 80GB, RTX 4090.")]
 NodesOpt = Annotated[int, typer.Option("--nodes", min=1, help="Machines the GPUs are spread over.")]
 
 
-def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: GpuOpt = "",
+def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: OffersGpuOpt = None,
             gpus: TotalGpusOpt = 1, nodes: NodesOpt = 1, results: ResultsOpt = None, fmt: DocumentFormatOpt = "table") -> None:
     """Predict WORKLOAD's throughput, step time and memory a GPU on --gpus GPUs of type
     --gpu over --nodes machines, from the same model advise, offers and bench use."""

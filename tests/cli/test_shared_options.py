@@ -23,7 +23,7 @@ USES = {
     "MachineGpusOpt": {"provision", "bench"},
     "MachineGpusFilterOpt": {"offers"},
     "GpuTypeOpt": {"provision", "bench", "providers stats"},
-    "OffersGpuOpt": {"offers", "advise"},
+    "OffersGpuOpt": {"offers", "advise", "predict"},
     "MaxPriceOpt": {"offers", "provision", "bench", "advise"},
     "DiskOpt": {"provision", "bench"},
     "ImageOpt": {"provision", "bench"},
