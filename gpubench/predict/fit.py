@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from gpubench.predict import gpu_specs, ops
 from gpubench.predict.basis import step_args
+from gpubench.predict.verdict import interval
 from gpubench.providers.gpus import normalize_gpu_name
 
 THROUGHPUT_CONSTANTS = ("e_flop", "e_bw", "host_per_kernel", "host_per_view", "host_per_step", "overlap_p",
@@ -175,11 +176,6 @@ class Check:
     @property
     def memory_error(self) -> float | None:
         return None if not self.measured_memory else self.predicted_memory / self.measured_memory - 1.0
-
-
-def interval(value: float, uncertainty: float) -> tuple[float, float]:
-    """A multiplicative interval: value/(1+u) to value*(1+u) (a time and its rate alike)."""
-    return value / (1 + uncertainty), value * (1 + uncertainty)
 
 
 def leave_one_out(pts: list[Point], start: ops.Constants = ops.DEFAULT_CONSTANTS) -> list[Check]:

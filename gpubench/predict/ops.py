@@ -34,7 +34,7 @@ measured workspace on top.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -356,24 +356,6 @@ def memory_bytes(config: Config, profile: StepProfile, c: Constants, gpus: int =
     # batch of one or two the step's end can be higher: every gradient made, all states held
     grads = 4.0 * profile.params / (gpus if config.fsdp else 1)
     return max(held + activations, held + grads) + workspace + profile.data_bytes + c.base_bytes
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One measured configuration the model is fitted to or checked against."""
-
-    workload: str
-    args: tuple[str, ...]
-    gpu: str
-    throughput: float        # units/s a GPU
-    step_s: float | None
-    memory_bytes: float | None
-    source: str
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        return " ".join([self.workload, *self.args])
 
 
 # Where the card is not one the constants were fitted on, its datasheet stands in for
