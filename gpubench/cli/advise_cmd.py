@@ -137,13 +137,16 @@ def _subject(workload: str, args: tuple, records: list[dict], suite_subject):
 
 def _offers(provider: str | None, gpu: str | None) -> list:
     from gpubench.offer_checks import split_offers
-    from gpubench.offers import OfferQuery, gather
+    from gpubench.offers import OfferQuery, explain_empty, gather
 
     names = [p.strip() for p in provider.split(",") if p.strip()] if provider else []
-    got = gather(OfferQuery(names, None, gpu).validate())
+    query = OfferQuery(names, None, gpu).validate()
+    got = gather(query)
     for line in got.warnings:
         err(line)
     found, _ = split_offers(got.chosen)
+    if not found and got.asked and not got.chosen:   # the filters left nothing: say which, as offers does
+        raise UsageError(explain_empty(query, got))
     if not found:
         raise UsageError("no live offers to predict for" + (f" ({got.warnings[0]})" if got.warnings else ""))
     return found

@@ -78,6 +78,7 @@ def test_offers_gain_predicted_columns_and_sort_by_cost_per_epoch(cloud, cli):
     (["resnet-9000"], "resnet-9000"),
     (["resnet-ddp", "--results", "r", "--", "--widht", "8"], "--widht"),
     (["resnet-ddp", "--max-price", "0.0001"], "no offer fits: --max-price 0.0001 leave nothing"),
+    (["resnet-ddp", "--gpu", "H900"], "have no offers of type H900; GPU types offered: A10, "),
 ])
 def test_bad_input_is_one_line_and_no_traceback(cloud, cli, tmp_path, args, says):
     code, out, err = advise(cli, tmp_path, *args)
