@@ -167,6 +167,8 @@ def describe(record: dict) -> str:
                 f"({record['params'] / 1e6:.1f}M params{held})")
     if w == "recsys-ddp":
         return f"{tp:,.0f} {unit}, epoch {record['epoch_samples'] / tp:.2f} s"
+    if w == "allreduce" and record.get("no_bandwidth"):
+        return record["no_bandwidth"]                      # one process: no figure to give
     if w == "allreduce":
         return (f"peak busbw {record['peak_busbw']:.2f} GB/s at {record['peak_busbw_size']:,} B, "
                 f"algbw {record['peak_algbw']:.2f} GB/s")

@@ -14,7 +14,9 @@ time_us, algbw, busbw) and formulas (metrics.busbw: GB = 1e9, busbw = algbw *
 between two device synchronisations; the time of one is the loop's time over
 --steps, averaged across the ranks. Sizes above what the device can hold are
 left out. The record holds the whole curve and the peak; its throughput is
-the peak algbw (GB/s), since busbw is 0 by definition on one rank.
+the peak algbw (GB/s). On one process an all-reduce moves nothing: the curve
+keeps its times, and the record no bandwidth (null figures, `no_bandwidth`
+saying why).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ DEFAULT_ITERS = flags.ALLREDUCE_ITERS          # nccl-tests' -n default
 SIZE_FACTOR = 2               # nccl-tests' -f 2
 DTYPE, DTYPE_BYTES = torch.float32, 4
 MEMORY_SHARE = 0.5            # at most this share of the free memory goes to the buffer
+NOTHING_MOVED = "one process: an all-reduce moves nothing; no bandwidth to measure"
+BANDWIDTHS = ("peak_busbw", "peak_busbw_size", "peak_algbw", "largest_size_busbw",
+              "largest_size_algbw", "throughput", "throughput_metric")
 
 
 def message_sizes(min_bytes: int, max_bytes: int, cap_bytes: int) -> list[int]:
@@ -86,10 +91,26 @@ class Bench:
         dist.all_reduce(t)
         seconds = t.item() / ctx.world_size
         del buf
+        moved = ctx.world_size > 1     # alone, size / time would be the speed of a no-op
         return {"size": size, "count": size // DTYPE_BYTES, "type": "float", "redop": "sum",
                 "time_us": seconds * 1e6,
-                "algbw": metrics.algbw(size, seconds),
-                "busbw": metrics.busbw(size, seconds, ctx.world_size, "all_reduce")}
+                "algbw": metrics.algbw(size, seconds) if moved else None,
+                "busbw": metrics.busbw(size, seconds, ctx.world_size, "all_reduce") if moved else None}
+
+
+def peaked(curve: list[dict]) -> dict:
+    return max(curve, key=lambda row: (row["busbw"], row["algbw"]))
+
+
+def bandwidths(curve: list[dict], world_size: int) -> dict:
+    """The record's bandwidth fields; on one process none, and why."""
+    if world_size == 1:
+        return {**dict.fromkeys(BANDWIDTHS), "no_bandwidth": NOTHING_MOVED}
+    peak = peaked(curve)
+    return {"peak_busbw": peak["busbw"], "peak_busbw_size": peak["size"],
+            "peak_algbw": max(row["algbw"] for row in curve),
+            "largest_size_busbw": curve[-1]["busbw"], "largest_size_algbw": curve[-1]["algbw"],
+            "throughput": max(row["algbw"] for row in curve), "throughput_metric": "peak algbw"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,7 +132,6 @@ def main(argv: list[str] | None = None) -> int:
             harness.profile_steps(ctx, lambda i: dist.all_reduce(buf), args.profile, first_step=0)
             del buf
 
-        peak = max(curve, key=lambda row: (row["busbw"], row["algbw"]))
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=args.steps,
             samples_per_step=0, epoch_samples=None, unit="GB/s",
@@ -119,16 +139,13 @@ def main(argv: list[str] | None = None) -> int:
                    "busbw_factor": metrics.busbw_factor("all_reduce", ctx.world_size),
                    "min_bytes": sizes[0], "max_bytes": sizes[-1], "memory_cap_bytes": cap,
                    "iters_per_size": args.steps, "batch_per_gpu": None, "global_batch": None,
-                   "samples": None, "curve": curve,
-                   "peak_busbw": peak["busbw"], "peak_busbw_size": peak["size"],
-                   "peak_algbw": max(row["algbw"] for row in curve),
-                   "largest_size_busbw": curve[-1]["busbw"],
-                   "largest_size_algbw": curve[-1]["algbw"],
-                   "throughput": max(row["algbw"] for row in curve),
-                   "throughput_metric": "peak algbw"},
+                   "samples": None, "curve": curve, **bandwidths(curve, ctx.world_size)},
         )
         harness.emit_record(ctx, args, record)
-        if ctx.is_main:
+        if ctx.is_main and ctx.world_size == 1:
+            print(NOTHING_MOVED, flush=True)
+        elif ctx.is_main:
+            peak = peaked(curve)
             print(f"{'size':>12} {'count':>12} {'time_us':>10} {'algbw':>8} {'busbw':>8}")
             for row in curve:
                 print(f"{row['size']:>12} {row['count']:>12} {row['time_us']:>10.1f} "

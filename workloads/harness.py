@@ -488,8 +488,9 @@ def emit_record(ctx: Dist, args: argparse.Namespace, record: dict) -> None:
             f.flush()
             os.fsync(f.fileno())
     median = record.get("median_step_s")
-    print(f"{record['workload']}: world {record['world_size']} {record['throughput'] or 0:.1f} "
-          f"{record['throughput_unit']} over {record['steps']} steps in "
+    figure = (f"{record['throughput']:.1f} {record['throughput_unit']}"
+              if record.get("throughput") is not None else "no throughput")
+    print(f"{record['workload']}: world {record['world_size']} {figure} over {record['steps']} steps in "
           f"{record['wall_seconds']:.2f}s"
           + (f" (median step {median * 1000:.2f} ms)" if median is not None else ""),
           flush=True)

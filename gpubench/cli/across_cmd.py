@@ -43,7 +43,8 @@ def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bo
 
     base = req.name or default_name("bench")
     check_name(base)                       # before the providers are asked
-    plan = plan_across(req, parse_providers(provider), candidates or DEFAULT_CANDIDATES, err)
+    k = DEFAULT_CANDIDATES if candidates is None else candidates   # 0 is refused, not the default
+    plan = plan_across(req, parse_providers(provider), k, err)
     with output.prompts():
         confirm_or_stop(question(plan), "nothing rented: pass --yes to rent without a terminal to "
                                         "confirm on", yes=yes)

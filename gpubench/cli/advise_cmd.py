@@ -81,19 +81,20 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     predictions = ranked(mark_pareto(predictions + sharded), SORTS[sort])
     a = advice(predictions, deadline_s, budget)
     rows = [prediction_row(p, i + 1) for i, p in enumerate(predictions)]
+    cap = ROWS_SHOWN if limit is None and fmt in ("table", "markdown") else limit   # as ROWS_HELP says
+    shown = rows[:cap] if cap else rows
     if fmt == "json":
         out(json.dumps({"workload": subject.workload, "args": list(subject.args),
                         "work": {"units": work.units, "what": work.what, "unit": subject.unit},
-                        "predictions": rows, "advice": advice_sentence(a, work)}, indent=2))
+                        "predictions": shown, "advice": advice_sentence(a, work)}, indent=2))
+        _say_more(rows, shown)
         return
-    shown = rows if fmt == "csv" or limit == 0 else rows[:limit or ROWS_SHOWN]
     columns = COLUMNS if fmt in ("table", "markdown") else [(k, k) for k in rows[0] if k.endswith("_text") is False]
     if sharded and fmt in ("table", "markdown"):
         columns = columns[:5] + [STRATEGY_COLUMN] + columns[5:]
     out(render_rows(shown, columns, fmt, title=f"{subject.workload}: {work.what}, predicted",
                     keep=["gpu", "gpus", "cost", "time"], fit=table_fit(wide, None)))
-    if len(shown) < len(rows):
-        err(f"{len(rows) - len(shown)} more configuration(s): --limit 0 shows all")
+    _say_more(rows, shown)
     if folded:
         err(f"{folded} dearer offer(s) of a GPU type and size already listed are left out")
     for line in left_out_lines(predictions):
@@ -102,6 +103,11 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
         err(f"strategy FSDP: the same model as {twin.workload}, on the {len(sharded)} configuration(s) "
             f"where DDP cannot hold it")
     out(advice_sentence(a, work))
+
+
+def _say_more(rows: list, shown: list) -> None:
+    if len(shown) < len(rows):
+        err(f"{len(rows) - len(shown)} more configuration(s): --limit 0 shows all")
 
 
 def left_out_lines(predictions) -> list[str]:
@@ -137,13 +143,16 @@ def subject_of(workload: str, args: tuple, records: list[dict], suite_subject):
 
 def _offers(provider: str | None, gpu: str | None) -> list:
     from gpubench.offer_checks import split_offers
-    from gpubench.offers import OfferQuery, gather
+    from gpubench.offers import OfferQuery, explain_empty, gather
 
     names = [p.strip() for p in provider.split(",") if p.strip()] if provider else []
-    got = gather(OfferQuery(names, None, gpu).validate())
+    query = OfferQuery(names, None, gpu).validate()
+    got = gather(query)
     for line in got.warnings:
         err(line)
     found, _ = split_offers(got.chosen)
+    if not found and got.asked and not got.chosen:   # the filters left nothing: say which, as offers does
+        raise UsageError(explain_empty(query, got))
     if not found:
         raise UsageError("no live offers to predict for" + (f" ({got.warnings[0]})" if got.warnings else ""))
     return found

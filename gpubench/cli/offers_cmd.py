@@ -11,6 +11,7 @@ from gpubench.cli.options import (ROWS_SHOWN, ColumnsOpt, FormatOpt, MachineGpus
                                   OffersGpuOpt, ProvidersArg, RegionOpt, RowsOpt, WideOpt, table_fit)
 from gpubench.cli.render import check_format, err, out, render_rows
 from gpubench.cli.settings import flags_or_defaults
+from gpubench.errors import UsageError
 
 DEFAULT_LIMIT = ROWS_SHOWN   # rows in a table or markdown; json and csv give all unless --limit
 COLUMNS = [("provider", "provider"), ("gpu", "gpu"), ("count", "gpus"), ("vram_gb", "GB/gpu"),
@@ -67,7 +68,6 @@ def offers(
     check on what the provider publishes (reliability, CUDA, PCIe, network, ports, RAM,
     cores) are left out, each with why on stderr. --gpu, --max-price and --region
     default to [defaults] gpu_type, max_price and region in config.toml."""
-    from gpubench.errors import UsageError
     from gpubench.offer_checks import left_out_line, split_offers
     from gpubench.offers import (OfferQuery, explain_empty, gather, limit_offers, offer_display_row,
                                  offer_row)
@@ -80,11 +80,12 @@ def offers(
     by_prediction = PREDICTED_SORTS.get(sort, (None, None))[1]
     if by_prediction and not workload:
         raise UsageError(f"--sort {sort} needs --workload W: a prediction for that workload")
+    ref = _suite_workload(workload) if workload else None   # before the providers are asked
     query = OfferQuery(list(providers or []), gpus, gpu, max_price, "spot" if spot else kind,
                        region, min_vram, "price" if by_prediction else sort).validate()
     got = gather(query)
     found, left_out = split_offers(got.chosen)
-    predicted = _predicted(workload, found, by_prediction) if workload else None
+    predicted = _predicted(ref, found, by_prediction) if ref else None
     if predicted is not None:
         found = list(predicted)
     for line in got.warnings:
@@ -113,17 +114,24 @@ def offers(
         raise typer.Exit(1)
 
 
-def _predicted(workload: str, offers: list, by: str | None) -> dict:
-    """Offer -> its prediction for one epoch of `workload`, in the order --sort asks."""
+def _suite_workload(workload: str):
+    """The suite workload --workload names; a script is refused (predicting for one
+    means a calibration run, which is advise's to do)."""
     from gpubench import suite
-    from gpubench.predict.advise import for_offers, ranked
-    from gpubench.predict.records import records_for_prediction
-    from gpubench.predict.subject import suite_subject, work_for
 
     ref = suite.resolve(workload)
     if not ref.in_suite:
         raise UsageError(f"--workload: '{workload}' is a script; 'gpubench advise {workload}' predicts "
                          f"for a script of your own")
+    return ref
+
+
+def _predicted(ref, offers: list, by: str | None) -> dict:
+    """Offer -> its prediction for one epoch of the workload, in the order --sort asks."""
+    from gpubench.predict.advise import for_offers, ranked
+    from gpubench.predict.records import records_for_prediction
+    from gpubench.predict.subject import suite_subject, work_for
+
     records = records_for_prediction(None)[0]
     subject = suite_subject(ref.name, (), records)
     predictions = for_offers(subject, offers, records, work_for(subject, None, None))

@@ -189,8 +189,8 @@ def public_agreement(yes: bool, public_network: bool):
             return True
         if yes:
             return False
-        err(line)
-        confirm_or_stop("Join separate machines over the public internet instead?",
+        # the line goes in the question: without a terminal the refusal says it, once
+        confirm_or_stop(f"{line}.\nJoin separate machines over the public internet instead?",
                         f"{line}; pass --public-network to join separate machines over the public internet",
                         said_on_no="nothing rented")
         return True

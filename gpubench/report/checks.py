@@ -9,7 +9,8 @@ they ran.
   do more than N times the work on N processes unless the baseline was slowed
   down or this run did less work. The row says so, with the likely cause read
   from the records.
-- A bandwidth test (allreduce) has no speedup, epoch or cost per unit of work.
+- A bandwidth test (allreduce) has no speedup, epoch or cost per unit of work, and
+  on one process no bandwidth: a note, neither a row nor a failure.
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ def is_stand_in(gpu_name: str) -> bool:
 
 def is_bandwidth(rows: pd.DataFrame) -> pd.Series:
     return rows["throughput_unit"].astype(str).isin(BANDWIDTH_UNITS)
+
+
+def moves_nothing(frame: pd.DataFrame) -> pd.Series:
+    """Per record, a bandwidth test that ran on one process: it has no figure to show
+    (allreduce says so in its record), and it did not fail."""
+    return ((frame["status"] == "ok") & is_bandwidth(frame) & frame["gpu_count"].eq(1)
+            & frame["throughput"].isna())
+
+
+def moves_nothing_notes(frame: pd.DataFrame) -> list[str]:
+    return [f"{w} on 1 GPU: one process moves nothing; no bandwidth to measure"
+            for w in sorted(set(frame.loc[moves_nothing(frame), "workload"].astype(str)))]
 
 
 def suspects(rows: pd.DataFrame) -> pd.Series:

@@ -138,10 +138,10 @@ def build_report(records, baseline: Baseline | None = None, failures: str = "lat
         return Report(pd.DataFrame(columns=report_columns()), pd.DataFrame(columns=FAILED_COLUMNS),
                       [], baseline)
     frame = checks.label_stand_ins(frame)
-    notes: list[str] = []
+    notes: list[str] = checks.moves_nothing_notes(frame)
     usable = (frame["status"] == "ok") & frame["throughput"].gt(0) & frame["gpu_count"].ge(1)
     ok = frame[usable].sort_values("time", kind="stable")
-    failed = _failed(frame[~usable], ok, failures)
+    failed = _failed(frame[~usable & ~checks.moves_nothing(frame)], ok, failures)
 
     runs, left_out = repeats.latest_runs(ok, CONFIG_KEYS)
     if left_out:

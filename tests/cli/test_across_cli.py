@@ -80,6 +80,13 @@ def test_bad_input_is_one_line_before_anything_is_rented(cloud, cli, monkeypatch
     assert Ledger().entries(include_done=True) == []
 
 
+def test_candidates_zero_is_refused_like_any_count_out_of_range(cloud, cli, tmp_path):
+    for k in ("0", "-2", "9"):   # 0 is not "no --candidates": it must not fall back to the default
+        code, out, err = cli("bench", "all", *H100[:-1], k, *QUICK, "--yes", "--results", str(tmp_path))
+        assert code == 2 and err == f"error: --candidates must be 1 to 8 (got {k})\n", (k, err)
+    assert Ledger().entries(include_done=True) == []
+
+
 @pytest.mark.slow
 def test_three_candidates_at_once_one_never_boots_one_fails_preflight(cloud, cli, tmp_path):
     cloud.set_faults("lambda:never-boots,vast:bad-host=throttle")

@@ -69,6 +69,20 @@ def test_offers_gain_predicted_columns_and_sort_by_cost_per_epoch(cloud, cli):
     assert times == sorted(times)
 
 
+def test_limit_cuts_json_and_csv_as_it_does_a_table_and_zero_means_all(cloud, cli, tmp_path):
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--format", "json", "--limit", "0")
+    every = json.loads(out)["predictions"]
+    assert code == 0 and len(every) > 2 and "more configuration" not in err
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--format", "json", "--limit", "2")
+    doc = json.loads(out)
+    assert code == 0 and doc["predictions"] == every[:2] and doc["advice"].startswith("Cheapest: ")
+    assert f"{len(every) - 2} more configuration(s): --limit 0 shows all" in err
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--format", "csv", "--limit", "2")
+    assert code == 0 and len(out.strip().splitlines()) == 1 + 2 + 1      # header, 2 rows, the advice
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--format", "json")
+    assert len(json.loads(out)["predictions"]) == len(every)             # json gives all unless --limit
+
+
 @pytest.mark.parametrize("args, says", [
     (["resnet-ddp", "--epochs", "2", "--samples", "100"], "--epochs and --samples both say how much work"),
     (["resnet-ddp", "--deadline", "soon"], "--deadline: 'soon' is not a duration"),
@@ -78,6 +92,7 @@ def test_offers_gain_predicted_columns_and_sort_by_cost_per_epoch(cloud, cli):
     (["resnet-9000"], "resnet-9000"),
     (["resnet-ddp", "--results", "r", "--", "--widht", "8"], "--widht"),
     (["resnet-ddp", "--max-price", "0.0001"], "no offer fits: --max-price 0.0001 leave nothing"),
+    (["resnet-ddp", "--gpu", "H900"], "have no offers of type H900; GPU types offered: A10, "),
 ])
 def test_bad_input_is_one_line_and_no_traceback(cloud, cli, tmp_path, args, says):
     code, out, err = advise(cli, tmp_path, *args)

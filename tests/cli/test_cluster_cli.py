@@ -42,6 +42,15 @@ def test_a_provider_that_cannot_place_n_machines_in_one_region(cloud, cli):
     assert cloud.engine.store.instances() == []
 
 
+def test_no_physical_cluster_without_a_terminal_is_said_once(cloud, cli):
+    code, out, err = cli("provision", "vast", "--gpus", "2", "--nodes", "2", "--dry-run")
+    assert code != 0 and out == ""
+    line = one_line(err)
+    assert line.startswith("error: vast has no physical cluster with 2 machines of 2x one GPU type")
+    assert line.endswith("; pass --public-network to join separate machines over the public internet")
+    assert cloud.engine.store.instances() == []
+
+
 def test_a_name_already_used(cloud, cli):
     with Ledger() as ledger:
         ledger.begin("busy", "vast", "gpubench-busy")

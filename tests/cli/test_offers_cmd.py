@@ -116,3 +116,14 @@ def test_provision_and_bench_read_gpu_types_as_offers_does(cloud, cli, typed, gp
     assert code == 0 and f"cheapest match: 1x {gpu} on vast" in out, err
     plan = plan_bench(BenchRequest("runpod", 1, [], [], None, typed))
     assert {o.gpu_name for o in plan.offers} == {gpu}
+
+
+def test_a_script_as_workload_is_one_line_pointing_to_advise(cloud, cli, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print('training')\n")
+    code, out, err = cli("offers", "--workload", str(script))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err == (f"error: --workload: '{script}' is a script; 'gpubench advise {script}' predicts "
+                   "for a script of your own\n")
+    code, out, err = cli("offers", "--workload", str(tmp_path / "missing.py"))
+    assert code == 2 and err.count("\n") == 1 and "no such script" in err

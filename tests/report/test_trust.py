@@ -143,6 +143,17 @@ def test_allreduce_is_reported_as_bandwidth():
     assert (four["gpus"], four["peak busbw GB/s"], four["busbw there GB/s"]) == ("4", "150.00", "135.00")
 
 
+def test_allreduce_on_one_process_is_a_note_not_a_row_or_a_failure():
+    alone = rec(1, None, 3.6, workload="allreduce", throughput_unit="GB/s", epoch_samples=None,
+                peak_busbw=None, peak_algbw=None,
+                no_bandwidth="one process: an all-reduce moves nothing; no bandwidth to measure")
+    two = rec(2, 90.0, 7.2, workload="allreduce", throughput_unit="GB/s", epoch_samples=None,
+              peak_busbw=90.0, peak_algbw=90.0)
+    report = build_report([alone, two])
+    assert list(report.rows["gpu_count"]) == [2] and report.failed.empty
+    assert "allreduce on 1 GPU: one process moves nothing; no bandwidth to measure" in report.notes
+
+
 def test_failures_none_latest_or_all(tmp_path):
     records = [rec(2, None, 7.2, status="failed", error="OOM", time="2026-01-01T00:00:00Z"),
                rec(2, 180.0, 7.2, time="2026-01-02T00:00:00Z"),  # fixed since

@@ -101,3 +101,11 @@ def test_table_prints_the_comparison(capsys):
               "peak_algbw": 2.5}
     workload_suite.print_table([record], None, {2: "peak busbw / nccl-tests in-place peak = 0.50"})
     assert "peak busbw / nccl-tests in-place peak = 0.50" in capsys.readouterr().out
+
+
+def test_table_says_one_process_has_no_bandwidth(capsys):
+    said = "one process: an all-reduce moves nothing; no bandwidth to measure"
+    record = {**allreduce_record(world=1), "precision": "fp32", "peak_busbw": None, "peak_algbw": None,
+              "no_bandwidth": said}
+    workload_suite.print_table([record])
+    assert f"allreduce      1 fp32      {said}" in capsys.readouterr().out

@@ -29,7 +29,7 @@ RECORD_KEYS = {
 }
 
 
-def check_record(record: dict, workload: str, world: int) -> None:
+def check_record(record: dict, workload: str, world: int, measured: bool = True) -> None:
     missing = RECORD_KEYS - record.keys()
     assert not missing, f"record lacks {sorted(missing)}"
     assert record_schema.type_problems(record) == []
@@ -37,7 +37,8 @@ def check_record(record: dict, workload: str, world: int) -> None:
     assert record["status"] == "ok" and record["error"] is None
     assert record["world_size"] == world == record["gpu_count"]
     assert record["backend"] == "gloo" and record["gpu_name"] == "cpu"
-    assert record["throughput"] > 0 and record["wall_seconds"] > 0
+    assert (record["throughput"] > 0 if measured else record["throughput"] is None)
+    assert record["wall_seconds"] > 0
     assert record["gpu_sampling"].startswith("off") and record["gpu_samples"] == 0
 
 
@@ -96,13 +97,29 @@ def test_recsys_missing_data_is_one_clear_error(sweep, tmp_path):
 def test_allreduce_curve(sweep):
     records = sweep("allreduce", ["--steps", "3", "--max-bytes", "16384"])
     for world, r in zip((1, 2), records):
-        check_record(r, "allreduce", world)
+        check_record(r, "allreduce", world, measured=world > 1)
         assert [row["size"] for row in r["curve"]] == [1024, 2048, 4096, 8192, 16384]
-        for row in r["curve"]:
-            assert row["algbw"] == pytest.approx(row["size"] / 1e9 / (row["time_us"] / 1e6))
-            assert row["busbw"] == pytest.approx(row["algbw"] * 2 * (world - 1) / world)
-        assert r["peak_busbw"] == max(row["busbw"] for row in r["curve"])
-        assert r["throughput"] == r["peak_algbw"]
+        assert all(row["time_us"] > 0 for row in r["curve"])
+    alone, two = records       # one process moves nothing: no bandwidth, and the record says why
+    assert all(row["algbw"] is None and row["busbw"] is None for row in alone["curve"])
+    assert alone["peak_busbw"] is None and alone["peak_algbw"] is None
+    assert alone["no_bandwidth"] == "one process: an all-reduce moves nothing; no bandwidth to measure"
+    for row in two["curve"]:
+        assert row["algbw"] == pytest.approx(row["size"] / 1e9 / (row["time_us"] / 1e6))
+        assert row["busbw"] == pytest.approx(row["algbw"])            # 2(n-1)/n at n = 2
+    assert two["peak_busbw"] == max(row["busbw"] for row in two["curve"])
+    assert two["throughput"] == two["peak_algbw"] and "no_bandwidth" not in two
+
+
+def test_allreduce_alone_says_in_words_that_there_is_no_bandwidth(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "workloads" / "allreduce.py"), "--steps", "2", "--max-bytes", "4096",
+         "--record-file", str(tmp_path / "rec.json")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "one process: an all-reduce moves nothing; no bandwidth to measure" in proc.stdout
+    assert "GB/s" not in proc.stdout and "busbw" not in proc.stdout, proc.stdout
+    assert json.loads((tmp_path / "rec.json").read_text())["throughput"] is None
 
 
 def test_workload_runs_without_torchrun_as_a_world_of_one(tmp_path):
