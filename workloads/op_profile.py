@@ -254,11 +254,13 @@ def count_step(workload: str, argv: list[str], batch: int) -> dict:
 def data_bytes(workload: str, args: argparse.Namespace) -> int:
     """What the workload keeps on the device beside the model: MNIST's 60,000 images
     normalised in fp32 and their labels; MovieLens' ratings (two int64 ids and an fp32
-    rating each); the other workloads make a batch at a time."""
+    rating each) and the epoch's permutation of them (int64, made by randperm on the
+    device, which sorts random keys beside it: as much again while it runs); the other
+    workloads make a batch at a time."""
     if workload == "mnist-ddp":
         return mnist_data.TRAIN_SIZE * (28 * 28 * 4 + 8)
     if workload == "recsys-ddp":
-        return recsys_ddp.MOVIELENS_SHAPES[args.shape][2] * (8 + 8 + 4)
+        return recsys_ddp.MOVIELENS_SHAPES[args.shape][2] * (8 + 8 + 4 + 2 * 8)
     return 0
 
 

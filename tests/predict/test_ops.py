@@ -50,8 +50,8 @@ def test_left_out_each_measured_configuration_is_predicted_within_the_targets(po
     s = fit.summary(checks)
     assert s["median_error"] <= 0.15
     assert s["inside"] == s["of"] == len(points)
-    for c in checks:          # memory a GPU within 25% wherever the peak is a GiB or more
-        if c.measured_memory and c.measured_memory >= 2**30:
+    for c in checks:          # memory a GPU within 25% of every measured peak
+        if c.measured_memory:
             assert abs(c.memory_error) <= 0.25, c.label
 
 
