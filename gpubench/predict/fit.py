@@ -31,11 +31,11 @@ from gpubench.predict.verdict import interval
 from gpubench.providers.gpus import normalize_gpu_name
 
 THROUGHPUT_CONSTANTS = ("e_flop", "e_bw", "host_per_kernel", "host_per_view", "host_per_step", "overlap_p",
-                        "compile_bytes", "compile_host", "fsdp_host_per_unit")
+                        "compile_bytes", "compile_host", "fsdp_host_per_unit", "low_precision_bytes")
 MEMORY_CONSTANTS = ("compile_activations", "conv_workspace", "base_bytes")
 PRIOR_WEIGHT = 0.02          # per constant, on its log-distance from the starting value
-UPPER = {"e_flop": 1.0, "e_bw": 1.0, "compile_bytes": 1.0, "compile_host": 1.0, "compile_activations": 1.0}
-LOWER = {"overlap_p": 1.0}
+UPPER = {"low_precision_bytes": 2.0, "e_flop": 1.0, "e_bw": 1.0, "compile_bytes": 1.0, "compile_host": 1.0, "compile_activations": 1.0}
+LOWER = {"overlap_p": 1.0, "low_precision_bytes": 0.5}
 ITERATIONS = 3000
 
 
@@ -171,7 +171,8 @@ class Check:
 
     @property
     def inside(self) -> bool:
-        return self.low <= self.measured <= self.high
+        slack = 1e-9 * self.measured     # the configuration whose error sets the width lies on its edge
+        return self.low - slack <= self.measured <= self.high + slack
 
     @property
     def memory_error(self) -> float | None:
@@ -187,8 +188,8 @@ def leave_one_out(pts: list[Point], start: ops.Constants = ops.DEFAULT_CONSTANTS
         e = predicted(p, c)
         if e is not None:
             found.append((p, e, c))
-    # jackknife+ (Barber et al. 2021): the interval's width is what the leave-one-out
-    # errors themselves were, the largest of the DDP configurations'
+    # the interval's width is what the leave-one-out errors themselves were (the idea of
+    # jackknife+, Barber et al. 2021), the largest of the DDP configurations
     ddp = [abs(math.log(e.throughput / p.throughput)) for p, e, _ in found if not p.config.fsdp]
     largest = math.exp(max(ddp)) - 1.0 if ddp else None
     checks = []

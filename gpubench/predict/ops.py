@@ -105,6 +105,8 @@ class Constants:
     compile_bytes: float     # share of the memory-bound bytes left after torch.compile's fusion
     compile_host: float      # share of the host's per-kernel cost left under torch.compile
     fsdp_host_per_unit: float    # host seconds per FSDP unit and step (hooks, copies, streams)
+    low_precision_bytes: float   # a 16-bit memory-bound kernel's time against its bytes' (its
+    #                              elements still cost fp32 arithmetic and index math each)
     compile_activations: float   # share of the activations torch.compile keeps
     base_bytes: float            # what any step allocates beside the model (cuBLAS's workspaces)
     conv_workspace: float        # cuDNN's autotuned convolutions' workspace, in largest convolutions
@@ -124,7 +126,7 @@ class Constants:
 
 DEFAULT_CONSTANTS = Constants(
     e_flop=0.75, e_bw=0.5, host_per_kernel=40e-6, host_per_view=10e-6, host_per_step=4e-4,
-    overlap_p=3.0, compile_bytes=0.5, compile_host=0.1, fsdp_host_per_unit=2.9e-3,
+    overlap_p=3.0, compile_bytes=0.5, compile_host=0.1, fsdp_host_per_unit=2.9e-3, low_precision_bytes=1.0,
     compile_activations=0.6, base_bytes=32 * 2**20, conv_workspace=4.0,
     source="unfitted starting values")
 
@@ -319,6 +321,8 @@ def estimate(config: Config, profile: StepProfile, rates: Rates, c: Constants, g
             kernels += row.count
         else:
             share = c.compile_bytes if config.compiled else 1.0
+            if config.precision in LOW_PRECISION:
+                share *= c.low_precision_bytes
             byte_s += row.count * share * nbytes / bw
             kernels += row.count * (c.compile_bytes if config.compiled else 1.0)
     host_kernel = c.host_per_kernel * (c.compile_host if config.compiled else 1.0)
@@ -437,3 +441,22 @@ def modelled(workload: str, args: tuple | list, gpu_name: str, memory_gb: float 
                     spread=max(MIN_UNCERTAINTY, 0.25))
     return Modelled(config, est, rates, Figure(est.step_s / est.work, MODELLED, source, spread=spread), memory,
                     profile.params)
+
+
+def workload_profile(workload: str, args: tuple | list):
+    """What the rest of the model needs of a workload (its FLOPs and gradient bytes a unit
+    of work, its batch, its epoch) from its step profile, where one covers `args` (a
+    batch other than the default one); else None."""
+    from gpubench.predict.workload_profiles import WorkloadProfile, suite_profiles
+
+    config = config_for(workload, args)
+    profile = profile_for(config) if config else None
+    if profile is None or config.batch < 1:
+        return None
+    default = suite_profiles().get(workload)
+    work = config.batch * profile.work_per_batch
+    flops = sum(r.count * r.at(config.batch)[0] for r in profile.rows if r.phase != "optimizer")
+    return WorkloadProfile(
+        workload, tuple(str(a) for a in args), flops / work, default.unit if default else "samples",
+        profile.params, 4 * profile.params, default.epoch_samples if default else None, config.batch,
+        f"counted from the step's operations on the meta device ({PROFILES_FILE})", work)

@@ -5,7 +5,7 @@ what its records say; and how much work "an epoch" or "--samples N" is."""
 from __future__ import annotations
 
 from gpubench.errors import UsageError
-from gpubench.predict import gpt_size
+from gpubench.predict import gpt_size, ops
 from gpubench.predict.advise import Subject, Work
 from gpubench.predict.memory import ModelShape
 from gpubench.predict.model import MEASURED, Figure
@@ -35,6 +35,8 @@ def suite_subject(workload: str, args: tuple, records: list[dict]) -> Subject:
     published_ok = profile is not None
     if profile is None and size is not None:
         profile = gpt_size.profile(workload, args, size)
+    if profile is None:
+        profile = ops.workload_profile(workload, args)      # another batch of a counted model
     if profile is not None:
         memory = (dict(shape=gpt_size.shape(size), activations=gpt_size.activations(size))
                   if size is not None else dict(shape=ModelShape(profile.params)))
