@@ -84,3 +84,16 @@ def test_arguments_no_step_profile_covers_have_no_modelled_figure():
 def test_an_interval_says_which_side_is_wider():
     assert interval_text(100.0, 80.0, 125.0) == "-20%/+25%"
     assert interval_text(100.0, 90.0, 110.0) == "±10%"
+
+
+def test_a_suite_workload_at_another_batch_is_predicted_from_its_step_profile():
+    """No FLOP profile was shipped for ResNet-50 at a batch of 128; its step profile holds
+    every batch: the FLOPs a unit of work are the same, the step's time is not."""
+    subject = suite_subject("resnet-ddp", ("--precision", "bf16", "--batch-size", "128"), [])
+    assert subject.profile.batch_per_gpu == 128
+    assert subject.profile.flops_per_sample == pytest.approx(
+        suite_subject("resnet-ddp", (), []).profile.flops_per_sample, rel=0.01)
+    small, large = (predict(suite_subject("resnet-ddp", ("--precision", "bf16", "--batch-size", b), []),
+                            Config(Offer("x", "H200", "H200", 1, 1.0), 1, 1, 1.0), [], Work(1e6, "x"))
+                    for b in ("64", "256"))
+    assert small.basis == large.basis == "modelled" and small.throughput < large.throughput
