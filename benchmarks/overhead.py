@@ -24,6 +24,10 @@ parts     where a difference between the two goes, in one process at one thread,
           at world size 1; plus DDP with gradient_as_bucket_view; the harness's own
           step (workloads/mnist_ddp.Trainer.step, as mnist-ddp runs it); and the
           harness's per-step extras (the step timer and the progress hook) alone.
+gpt       the gpt-ddp harness at one process and one thread against a plain loop of the
+          same model (gpt_ddp.GPT, 4 layers of 256, 256 tokens, batch 2): nanoGPT's
+          train.py loop (AdamW with its two weight-decay groups, zero_grad, forward with
+          the loss, backward, step), no process group; tokens/s over the measured steps.
 command   one count of `gpubench run` against the torchrun it runs, typed by hand:
             A  gpubench run mnist-ddp --gpus 1 --repeat 1 --force --quiet \\
                    --results DIR -- --steps S
@@ -38,6 +42,7 @@ command   one count of `gpubench run` against the torchrun it runs, typed by han
     .venv/bin/python benchmarks/overhead.py loop [--runs 5] [--steps 60] [--warmup 5]
     .venv/bin/python benchmarks/overhead.py parts [--rounds 30]
     .venv/bin/python benchmarks/overhead.py command [--runs 3] [--steps 30]
+    .venv/bin/python benchmarks/overhead.py gpt [--runs 5] [--steps 20]
 """
 
 from __future__ import annotations
@@ -374,10 +379,83 @@ def command(args) -> None:
     print(f"    {'all but torchrun':40s} {statistics.median(besides):7.3f} s")
 
 
+# ---------------------------------------------------------------------- gpt
+# A GPT small enough for a CPU step of a fraction of a second: gpt-ddp's own model class.
+GPT_SHAPE = ("--n-layer", "4", "--n-head", "4", "--n-embd", "256", "--block-size", "256",
+             "--vocab-size", "8192", "--batch-size", "2")
+
+
+def gpt_harness_run(steps: int, warmup: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
+        record = Path(tmp) / "record.json"
+        subprocess.run([sys.executable, str(WORKLOADS / "gpt_ddp.py"), *GPT_SHAPE, "--steps", str(steps),
+                        "--warmup", str(warmup), "--record-file", str(record)],
+                       env={**os.environ, **ONE_THREAD, "GPUBENCH_PROGRESS": "on"}, cwd=tmp,
+                       check=True, stdout=subprocess.DEVNULL, timeout=3600)
+        return float(json.loads(record.read_text())["throughput"])
+
+
+def gpt_plain_run(steps: int, warmup: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "gpt-plain",
+                               "--steps", str(steps), "--warmup", str(warmup)],
+                              env={**os.environ, **ONE_THREAD}, cwd=tmp, check=True,
+                              capture_output=True, text=True, timeout=3600)
+        return float(done.stdout.strip().splitlines()[-1].split()[-2])
+
+
+def gpt(args) -> None:
+    print(f"gpt: gpt-ddp harness against a plain loop of the same model (nanoGPT's train.py "
+          f"loop, no process group), one process, one thread, {' '.join(GPT_SHAPE)}, "
+          f"{args.steps} steps after {args.warmup}; {load()}")
+    figures = alternate({"gpt-ddp harness": lambda: gpt_harness_run(args.steps, args.warmup),
+                         "plain loop": lambda: gpt_plain_run(args.steps, args.warmup)}, args.runs)
+    for name, values in figures.items():
+        print(median_line(name, values, "tokens/s"))
+    ours, theirs = (statistics.median(v) for v in figures.values())
+    print(f"  ratio harness / plain: {ours / theirs:.3f} (of the medians), "
+          f"{paired(figures):.3f} (the median of each pair's); {load()}")
+
+
+def gpt_plain(args) -> None:
+    """nanoGPT's train.py loop over gpt_ddp.GPT: AdamW (its settings, two weight-decay
+    groups), random tokens made up front, zero_grad, forward with the loss, backward,
+    step; timed as the harness times its window."""
+    import torch
+
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(WORKLOADS))
+    import gpt_ddp
+
+    shape = dict(zip(GPT_SHAPE[::2], GPT_SHAPE[1::2]))
+    cfg = gpt_ddp.GPTConfig(int(shape["--block-size"]), int(shape["--vocab-size"]), int(shape["--n-layer"]),
+                            int(shape["--n-head"]), int(shape["--n-embd"]))
+    batch = int(shape["--batch-size"])
+    torch.manual_seed(0)
+    model = gpt_ddp.GPT(cfg)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=6e-4, betas=(0.9, 0.95))
+    tokens = torch.randint(0, cfg.vocab_size, (4, batch, cfg.block_size + 1))
+    model.train()
+    start = None
+    for step in range(args.warmup + args.steps):
+        if step == args.warmup:
+            start = time.perf_counter()
+        x, y = tokens[step % 4, :, :-1], tokens[step % 4, :, 1:]
+        optimizer.zero_grad(set_to_none=True)
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+    seconds = time.perf_counter() - start
+    print(f"{args.steps} steps in {seconds:.3f} s: {args.steps * batch * cfg.block_size / seconds:.2f} tokens/s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
-    for name, runs, steps in (("loop", 5, 60), ("command", 3, 30)):
+    for name, runs, steps in (("loop", 5, 60), ("command", 3, 30), ("gpt", 5, 20)):
         p = sub.add_parser(name)
         p.add_argument("--runs", type=int, default=runs, help="runs of each side, alternating")
         p.add_argument("--steps", type=int, default=steps, help="measured steps")
@@ -388,8 +466,12 @@ def main() -> None:
     p = sub.add_parser("examples", help="one run of the pytorch/examples loop (loop's side B)")
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--warmup", type=int, default=5)
+    p = sub.add_parser("gpt-plain", help="one run of the plain GPT loop (gpt's side B)")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args()
-    {"loop": loop, "parts": parts, "command": command, "examples": examples}[args.what](args)
+    {"loop": loop, "parts": parts, "command": command, "examples": examples, "gpt": gpt,
+     "gpt-plain": gpt_plain}[args.what](args)
 
 
 if __name__ == "__main__":
