@@ -15,7 +15,7 @@
 #      before anything is measured (benchmarks/gpu_check_predict.py).
 #   4. benchmarks/workload_suite.py at real sizes (with the device's matrix-product and
 #      copy ceilings), time-boxed.
-#   5. The README's Lightning example through `gpubench run` at one GPU.
+#   5. The manual's Lightning example (docs/running.md) through `gpubench run` at one GPU.
 #   Last, every record in one report (report.md) and a line per record (records.txt).
 #
 # OUTDIR gets each step's output (<step>.txt), steps.txt (each step's exit code and
@@ -157,9 +157,9 @@ suite_limit=$(( deadline - SECONDS - 75 ))
 step suite "$suite_limit" "$python" "$root/benchmarks/workload_suite.py" --results "$results" --timeout 150
 [ -f "$results/device-ceilings.json" ] && cp "$results/device-ceilings.json" "$out/"
 
-# -- 5. the README's Lightning example ---------------------------------------------------
+# -- 5. the manual's Lightning example (docs/running.md) ----------------------------
 mkdir -p "$work/lightning"
-"$python" - "$root/README.md" > "$work/lightning/lightning_example.py" <<'EOF'
+"$python" - "$root/docs/running.md" > "$work/lightning/lightning_example.py" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read().split("A PyTorch Lightning script follows", 1)[1]
 print(re.search(r"```python\n(.*?)```", text, re.S).group(1))

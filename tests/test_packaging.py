@@ -27,7 +27,7 @@ def test_distribution_name_is_not_the_unrelated_pypi_gpubench():
 
 def test_no_hint_installs_the_pypi_gpubench():
     """A hint such as pip install 'gpubench[plots]' would fetch the unrelated project."""
-    texts = [REPO / "README.md", *(REPO / "scripts").glob("*.sh"),
+    texts = [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "scripts").glob("*.sh"),
              *(REPO / "gpubench").rglob("*.py"), *(REPO / "providers").rglob("*.py")]
     offending = [str(p.relative_to(REPO)) for p in texts if "gpubench[" in p.read_text()]
     assert offending == []

@@ -101,8 +101,8 @@ def test_lightning_with_a_fixed_device_count_is_measured_at_that_count_only(tmp_
     assert "skipping 4 gpus: the script runs only at 2 processes" in proc.stdout + proc.stderr
 
 
-def test_the_readmes_lightning_example_runs_at_one_and_two_processes(tmp_path):
-    readme = (REPO / "README.md").read_text()
+def test_the_manuals_lightning_example_runs_at_one_and_two_processes(tmp_path):
+    readme = (REPO / "docs" / "running.md").read_text()
     start = readme.index("```python\nimport os\nimport lightning as L")
     source = readme[start + len("```python\n"):readme.index("```", start + 10)]
     source = source.replace("max_epochs=2", "max_epochs=1, enable_progress_bar=False, logger=False, "
