@@ -127,8 +127,11 @@ dist.init_process_group("gloo", timeout=datetime.timedelta(
     seconds=float(os.environ.get("GPUBENCH_PG_TIMEOUT_S", "1800"))))
 nodes = int(os.environ["GROUP_WORLD_SIZE"])
 t = torch.ones(1)
+w = torch.zeros(1, requires_grad=True)   # a training step a loop (the probe wants one)
+opt = torch.optim.SGD([w], lr=0.1)
 for step in range(3000 if nodes > 1 else 3):
     dist.all_reduce(t)
+    (w * t).sum().backward(); opt.step()
     if step == 1 and dist.get_rank() == 0 and nodes > 1:
         open(a.marker, "w").close()
     time.sleep(0.1)

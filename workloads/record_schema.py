@@ -95,6 +95,11 @@ FIELDS: tuple[Field, ...] = (
     F("script_sha256", str, "", "SHA-256 of a user's script as it ran; an edited script is "
       "another configuration, measured again", GPUBENCH, LABEL, "", column=EVERY_ROW,
       heading=Heading("script", when=VARIES)),
+    F("script_env", dict, "", "a user's script: the variables among ACCELERATE_*, LIGHTNING_*, "
+      "PL_*, NCCL_*, TORCH_*, OMP_NUM_THREADS and CUDA_VISIBLE_DEVICES that were set for the sweep "
+      "(name: value; null when none was); another value is another configuration, measured again "
+      "and shown in a row of its own (as 'NAME=value ...')", GPUBENCH, LABEL, "", column=EVERY_ROW,
+      heading=Heading("env", when=VARIES)),
     F("provider", str, "", "where it ran: lambda, vast, runpod, local, ssh, slurm or mock",
       GPUBENCH, LABEL, "", ("cloud",), EVERY_ROW, Heading("provider")),
     F("instance_type", str, "", "the provider's name for the machine type",
@@ -214,8 +219,9 @@ FIELDS: tuple[Field, ...] = (
       "count) and its likely cause; null when nothing is suspect", REPORT, column=EVERY_ROW),
     F("busy", str, "", "the machine was busy with other work during a run of the row: how busy",
       REPORT, column=EVERY_ROW),
-    F("median_step_s", float, "s", "the median time of one timed step",
-      WORKLOAD, NUMBER, None, ("step_time_s", "median_step_time"), EVERY_ROW),
+    F("median_step_s", float, "s", "the median time of one timed step (a user's script: "
+      "the slowest process's median)",
+      BOTH, NUMBER, None, ("step_time_s", "median_step_time"), EVERY_ROW),
     F("run_id", str, "", "the sweep that made the record (its results file is <run_id>.jsonl)",
       GPUBENCH, LABEL, "", ("run",), EVERY_ROW),
     F("time", str, "UTC", "when the run ended, ISO 8601: 2026-01-31T12:00:00Z",
@@ -228,10 +234,11 @@ FIELDS: tuple[Field, ...] = (
     # ---- read by the report, not shown
     F("schema_version", int, "", "the version of this table the record was written under",
       BOTH, NUMBER, 0),
-    F("epoch_samples", int, "samples", "samples in one epoch of the data; 1 for a script timed as "
-      "a whole (one run is the unit of work)", BOTH, NUMBER, None),
-    F("wall_seconds", float, "s", "the timed window on the slowest rank (a script timed as a "
-      "whole: the whole process)", BOTH, NUMBER, None),
+    F("epoch_samples", int, "samples", "samples in one epoch of the data (a user's script: the "
+      "dataset its DataLoader iterated, in tokens where the throughput is); 1 for a script timed "
+      "as a whole (one run is the unit of work)", BOTH, NUMBER, None),
+    F("wall_seconds", float, "s", "the timed window on the slowest rank (a user's script: "
+      "the whole process, start-up included, whatever its timing)", BOTH, NUMBER, None),
     F("cost", float, "$", "what the run cost: price_per_hour x wall_seconds",
       GPUBENCH, NUMBER, None),
     F("device", str, "", "where the work ran: cuda or cpu (a CPU can stand in for the GPUs a "
@@ -256,11 +263,14 @@ FIELDS: tuple[Field, ...] = (
       "null for a bandwidth test", WORKLOAD),
     F("grad_bytes", int, "bytes", "the gradient DDP all-reduces each step: the bytes of the "
       "parameters that require grad (fp32 under autocast too); null for a bandwidth test", WORKLOAD),
-    F("global_batch", int, "samples", "batch size of one step over all processes", WORKLOAD),
-    F("warmup_steps", int, "steps", "untimed steps before the timed window", WORKLOAD),
-    F("steps", int, "steps", "timed steps", WORKLOAD),
-    F("samples", int, "samples", "samples in the timed window, all ranks together", WORKLOAD),
-    F("p90_step_s", float, "s", "the 90th percentile of one timed step", WORKLOAD),
+    F("global_batch", int, "samples", "batch size of one step over all processes (a user's "
+      "script: the samples of its steps' forward calls, every micro-batch)", BOTH),
+    F("warmup_steps", int, "steps", "untimed steps before the timed window", BOTH),
+    F("steps", int, "steps", "timed steps (a user's script: of the process that timed fewest)",
+      BOTH),
+    F("samples", int, "samples", "samples in the timed window, all ranks together", BOTH),
+    F("p90_step_s", float, "s", "the 90th percentile of one timed step (a user's script: on "
+      "the process with the slowest median)", BOTH),
     F("size", str, "", "which default size of a heavy workload ran: full (the published shape), "
       "cpu (smaller defaults that fit a CPU machine's memory) or given (the flags named every "
       "size)", WORKLOAD),
@@ -311,14 +321,29 @@ FIELDS: tuple[Field, ...] = (
     F("invocation", str, "", "the gpubench command line that made the sweep", GPUBENCH),
     F("process_seconds", float, "s", "the launch command's wall time, start-up included", GPUBENCH),
     F("controller_host", str, "", "the host gpubench ran on", GPUBENCH),
-    F("timing", str, "", "how a user's script was timed: 'script' (its own throughput) or "
-      "'whole process'", GPUBENCH),
+    F("timing", str, "", "how a user's script was timed: 'training steps' (its steps as the "
+      "probe timed them, workloads/script_probe.py), 'script' (its own throughput, written to "
+      "$GPUBENCH_RECORD_FILE) or 'whole process' (no step the probe could time: runs/s)",
+      GPUBENCH, LABEL, "", column=EVERY_ROW, heading=Heading("timing", when=VARIES)),
+    F("timing_note", str, "", "a user's script timed as a whole process: why its steps were not "
+      "timed", GPUBENCH, TEXT, None),
+    F("step_kind", str, "", "a user's script: what ended each of its timed steps, 'optimizer "
+      "step' or 'backward' (a backward pass through a wrapped model, where no optimizer stepped)",
+      GPUBENCH),
+    F("step_throughput", float, "throughput_unit", "a user's script that reports its own "
+      "throughput: the probe's figure from its steps, beside it", GPUBENCH),
+    F("p10_step_s", float, "s", "the 10th percentile of one timed step (a user's script: on the "
+      "process with the slowest median)", BOTH),
+    F("tokens_per_step", float, "tokens", "tokens of one step over all processes, where the "
+      "model's inputs are integer (batch, length) token ids", BOTH),
+    F("startup_s", float, "s", "a user's script: seconds from its start to its first training "
+      "step (imports, set-up, data), the slowest process", GPUBENCH),
+    F("step_processes", int, "processes", "a user's script: the processes whose steps were "
+      "timed and summed", GPUBENCH),
+    F("process_wall_s", float, "s", "a user's script: rank 0's process from the probe's start "
+      "to its exit", GPUBENCH),
     F("repeat", int, "", "which run of its configuration this was, 1 to repeat_count", GPUBENCH),
     F("script_path", str, "", "a user's script, resolved: what a rerun is matched on", GPUBENCH),
-    F("script_env", dict, "", "a user's script: the variables among ACCELERATE_*, LIGHTNING_*, "
-      "PL_*, NCCL_*, TORCH_*, OMP_NUM_THREADS and CUDA_VISIBLE_DEVICES that were set for the sweep "
-      "(name: value; null when none was); another value is another configuration, measured again",
-      GPUBENCH),
     F("workdir_sha256", str, "", "SHA-256 over the files of --workdir (paths and contents) before "
       "the sweep", GPUBENCH),
     F("log_file", str, "", "the run's whole output, relative to the results directory "
@@ -333,7 +358,7 @@ FIELDS: tuple[Field, ...] = (
     F("frameworks", str, "", "a user's script: the training frameworks it imported (lightning, "
       "accelerate, ...)", GPUBENCH),
     F("failure_kind", str, "", "what kind of failure: usage, import, missing file, no gpu, alone, "
-      "devices, signal, out of memory, timeout, no exit status or failed", GPUBENCH),
+      "no step, devices, signal, out of memory, timeout, no exit status or failed", GPUBENCH),
     F("exit_signal", str, "", "the signal that ended a worker or the run (SIGKILL, SIGSEGV, ...)",
       GPUBENCH),
     # the machine around the run (gpubench/onhost/machine_load.py)

@@ -9,10 +9,24 @@ process ends writes one line to stderr:
     GPUBENCH_PROBE {"rank": 0, "world": 2, "group": {"backend": "gloo", "size": 2}, ...}
 
 with whether a process group was formed (its backend and size), which models
-were wrapped in DDP or FSDP, and which training frameworks the script imported
-(Lightning, Accelerate: how they decided to run). gpubench reads these lines from
-the run's output (gpubench.sweep.probe) and refuses, as a measurement, a run
-whose processes did not form one group of the expected size.
+were wrapped in DDP or FSDP, whether a collective was called, which training
+frameworks the script imported (Lightning, Accelerate: how they decided to run),
+and the script's training steps ("steps"). gpubench reads these lines from the
+run's output (gpubench.sweep.probe) and refuses, as a measurement, a run whose
+processes did not form one group of the expected size, did not train together,
+or took no training step.
+
+A training step ends at each optimizer step (of the first optimizer that steps:
+torch's global step hook), or, in a script with no optimizer step, at the end of
+each backward pass through a model wrapped in DDP or FSDP. Its samples are dim 0
+of the inputs of the model's forward calls with gradients on since the step
+before (every micro-batch of a gradient accumulation); integer (batch, length)
+inputs also count their tokens. The model is the first module whose forward runs
+with gradients on (the outermost: DDP's, FSDP's, the one Accelerate or Lightning
+prepared). On a GPU the device is synchronised at each step's end so that the
+clock reads the step's work. Each process reports its own steps; the figures of
+the steady state (after a warm-up of max(2, a tenth) of the steps) are its
+median step time, spread and samples per step; gpubench sums the processes.
 
 With GPUBENCH_CALIBRATE_STEPS=N (N >= 2) it is a calibration run instead (gpubench
 advise of a user's script): on the model the script wraps in DDP or FSDP it counts
@@ -45,7 +59,9 @@ PREFIX = "GPUBENCH_PROBE "
 CALIBRATE_ENV = "GPUBENCH_CALIBRATE_STEPS"
 FLOP_STEP = 2  # the step whose FLOPs are counted: the first warms up (lazy init, caches)
 
-_seen = {"group": None, "wrapped": [], "accelerate": None}
+WARMUP_SHARE, WARMUP_LEAST = 0.1, 2  # steps left out of the steady state: compilation, caches
+
+_seen = {"group": None, "wrapped": [], "accelerate": None, "collective": False}
 _calibration = None  # a _Calibration under GPUBENCH_CALIBRATE_STEPS, else None
 
 
@@ -104,13 +120,44 @@ def _after_wrap(function, note, of_result: bool):
     return probed
 
 
+# The collectives that share work or gradients between processes (not barrier, nor
+# the object collectives a script uses to agree on a seed or a path).
+COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+               "reduce_scatter_tensor", "broadcast", "reduce", "all_to_all", "all_to_all_single",
+               "send", "recv", "isend", "irecv")
+_collective_originals: list = []  # (module, name, original) until the first collective
+
+
+def _note_collective() -> None:
+    """The first collective: noted, and the originals put back (nothing more to learn)."""
+    _seen["collective"] = True
+    while _collective_originals:
+        module, name, original = _collective_originals.pop()
+        if getattr(getattr(module, name, None), "__gpubench_probe__", False):
+            setattr(module, name, original)
+
+
 def _patch_groups(module) -> None:
-    """init_process_group and destroy_process_group (torch.distributed re-exports
-    distributed_c10d's: both names are patched, each once)."""
+    """init_process_group and destroy_process_group, and the collectives until the
+    first is called (torch.distributed re-exports distributed_c10d's: both names are
+    patched, each once)."""
     for name, probe in (("init_process_group", _after), ("destroy_process_group", _before)):
         original = getattr(module, name, None)
         if original is not None and not getattr(original, "__gpubench_probe__", False):
             setattr(module, name, probe(original, _note_group))
+    for name in COLLECTIVES if not _seen["collective"] else ():
+        original = getattr(module, name, None)
+        if original is not None and not getattr(original, "__gpubench_probe__", False):
+            _collective_originals.append((module, name, original))
+            setattr(module, name, _before(original, _note_collective))
+
+
+def _patch_mesh(module) -> None:
+    """A device mesh (tensor or pipeline parallelism over DTensor): its collectives are
+    functional ones, which the patches above do not see."""
+    original = getattr(module, "init_device_mesh", None)
+    if original is not None and not getattr(original, "__gpubench_probe__", False):
+        setattr(module, "init_device_mesh", _before(original, _note_collective))
 
 
 def _patch_class(class_name: str, kind: str):
@@ -134,6 +181,215 @@ def _patch_fsdp(module) -> None:
     _patch_fully_shard(module)
 
 
+# --------------------------------------------------------------------------- steps
+class _Steps:
+    """The script's training steps, as they end (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.torch = None  # the module, once the script has imported it
+        self.model = None  # the module whose forward calls are counted
+        self.hooks = []  # the global forward hook, until the model is found
+        self.first_work = None  # perf_counter at the model's first forward with gradients
+        self.optimizer = None  # id of the optimizer whose steps are the steps
+        self.ends: list[float] = []  # perf_counter at each step's end
+        self.samples: list[int] = []  # samples of each step
+        self.tokens: list[int] = []
+        self.pending = [0, 0]  # samples and tokens since the last optimizer step
+        self.back_ends: list[float] = []  # the same, ended by backward passes (no optimizer)
+        self.back_samples: list[int] = []
+        self.back_tokens: list[int] = []
+        self.back_pending = [0, 0]
+        self.backwards = 0
+        self.cuda = False  # CUDA is in use: synchronise before reading the clock
+        self.dataset = None  # length of the dataset of the DataLoader iterated last
+        self.epoch_samples = None  # ... as the first step ended: the one feeding the model
+
+    # -- the model
+    def install_finder(self, module) -> None:
+        """Until a module's forward runs with gradients on, every forward call is looked
+        at (torch's global hook); the first is the model, hooked alone from then on."""
+        register = getattr(module, "register_module_forward_pre_hook", None)
+        if register is not None and not self.hooks and self.model is None:
+            self.hooks.append(register(self._find))
+
+    def _find(self, model, args):
+        try:
+            torch = self.torch or sys.modules["torch"]
+            self.torch = torch
+            if self.model is not None or not torch.is_grad_enabled():
+                return None
+            self.model = model
+            for hook in self.hooks:
+                hook.remove()
+            self.hooks = []
+            self.first_work = time.perf_counter()
+            model.register_forward_pre_hook(self._forward, with_kwargs=True)
+            self._count(args, {})
+        except Exception:
+            pass
+        return None
+
+    def _forward(self, model, args, kwargs):
+        try:
+            if self.torch.is_grad_enabled():  # evaluation under no_grad is no step's
+                self._count(args, kwargs)
+        except Exception:
+            pass
+        return None
+
+    def _count(self, args, kwargs) -> None:
+        samples, tokens = _inputs_of(self.torch, args, kwargs)
+        self.pending[0] += samples
+        self.pending[1] += tokens
+        self.back_pending[0] += samples
+        self.back_pending[1] += tokens
+
+    # -- the ends of steps
+    def _now(self) -> float:
+        if not self.cuda:
+            cuda = getattr(self.torch, "cuda", None)
+            self.cuda = bool(cuda is not None and cuda.is_initialized())
+        if self.cuda:
+            self.torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def on_optimizer_step(self, optimizer, args, kwargs) -> None:
+        """torch's global post-hook of every optimizer's step: the first optimizer that
+        steps ends the steps (a GAN's second, or a wrapper's inner, is the same step)."""
+        try:
+            if self.optimizer is None:
+                self.optimizer = id(optimizer)
+                self.torch = self.torch or sys.modules["torch"]
+                self.epoch_samples = self.dataset
+            elif self.optimizer != id(optimizer):
+                return
+            self.ends.append(self._now())
+            self.samples.append(self.pending[0])
+            self.tokens.append(self.pending[1])
+            self.pending = [0, 0]
+        except Exception:
+            pass
+
+    def on_backward(self) -> None:
+        """After each backward pass: a step's end while no optimizer has stepped."""
+        try:
+            self.backwards += 1
+            if self.optimizer is not None or self.model is None:
+                return
+            self.back_ends.append(self._now())
+            self.back_samples.append(self.back_pending[0])
+            self.back_tokens.append(self.back_pending[1])
+            self.back_pending = [0, 0]
+            if self.epoch_samples is None:
+                self.epoch_samples = self.dataset
+        except Exception:
+            pass
+
+    def on_loader(self, loader) -> None:
+        try:
+            self.dataset = int(len(loader.dataset))
+        except Exception:  # an IterableDataset: no length
+            pass
+
+    def summary(self) -> dict:
+        """What the report says of this process's steps."""
+        if self.ends:
+            kind, ends, samples, tokens = "optimizer step", self.ends, self.samples, self.tokens
+        elif self.back_ends and _seen["wrapped"]:
+            kind, ends, samples, tokens = "backward", self.back_ends, self.back_samples, self.back_tokens
+        else:
+            kind, ends, samples, tokens = None, [], [], []
+        figures = step_figures(ends, samples, tokens)
+        first = self.first_work if self.first_work is not None else (ends[0] if ends else None)
+        return {"kind": kind, "backwards": self.backwards, **figures,
+                "startup_s": first - self.started if first is not None and kind else None,
+                "wall_s": time.perf_counter() - self.started,
+                "epoch_samples": self.epoch_samples}
+
+
+def step_figures(ends: list, samples: list, tokens: list) -> dict:
+    """The steady state of steps ending at `ends` (perf_counter seconds) with their
+    samples and tokens: the first max(WARMUP_LEAST, a WARMUP_SHARE) steps left out
+    (the first step's start is not seen: it is always among them); the median step
+    time, its 10th and 90th percentiles, and the mean samples and tokens of a step."""
+    count = len(ends)
+    warmup = min(count, max(WARMUP_LEAST, int(count * WARMUP_SHARE)))
+    times = [b - a for a, b in zip(ends[warmup - 1:], ends[warmup:])] if warmup else []
+    figures = {"count": count, "warmup": warmup, "timed": len(times),
+               "median_s": None, "p10_s": None, "p90_s": None,
+               "samples_per_step": None, "tokens_per_step": None}
+    if not times:
+        return figures
+    timed_samples, timed_tokens = samples[warmup:], tokens[warmup:]
+    ordered = sorted(times)
+    figures.update(median_s=_percentile(ordered, 50), p10_s=_percentile(ordered, 10),
+                   p90_s=_percentile(ordered, 90),
+                   samples_per_step=sum(timed_samples) / len(timed_samples),
+                   tokens_per_step=sum(timed_tokens) / len(timed_tokens))
+    return figures
+
+
+def _percentile(ordered: list, q: float) -> float:
+    """numpy's default (linear) percentile of sorted values."""
+    at = (len(ordered) - 1) * q / 100.0
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+def _inputs_of(torch, args, kwargs) -> tuple:
+    """(samples, tokens) of one forward call: dim 0 of its first tensor (one level into
+    a dict, list or tuple: model(**batch), Lightning's (batch, index)); tokens where
+    that tensor is integer (batch, length): token ids."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, dict):
+            candidates = value.values()
+        elif isinstance(value, (list, tuple)):
+            candidates = value
+        else:
+            candidates = (value,)
+        for candidate in candidates:
+            if isinstance(candidate, torch.Tensor) and candidate.dim() > 0:
+                shape = candidate.shape
+                integer = not candidate.is_floating_point() and not candidate.is_complex()
+                tokens = shape[0] * shape[1] if integer and len(shape) == 2 else 0
+                return int(shape[0]), int(tokens)
+    return 0, 0
+
+
+_steps = _Steps()
+
+
+def _patch_optimizer(module) -> None:
+    register = getattr(module, "register_optimizer_step_post_hook", None)
+    if register is not None and not getattr(module, "__gpubench_probe__", False):
+        module.__gpubench_probe__ = True
+        register(_steps.on_optimizer_step)
+
+
+def _patch_backward(module) -> None:
+    """torch.autograd.backward, which Tensor.backward calls by that name."""
+    original = getattr(module, "backward", None)
+    if original is not None and not getattr(original, "__gpubench_probe__", False):
+        setattr(module, "backward", _after(original, _steps.on_backward))
+
+
+def _patch_loader(module) -> None:
+    loader = getattr(module, "DataLoader", None)
+    if loader is None or getattr(loader.__iter__, "__gpubench_probe__", False):
+        return
+    iterate = loader.__iter__
+
+    @functools.wraps(iterate)
+    def probed_iter(self):
+        _steps.on_loader(self)
+        return iterate(self)
+
+    probed_iter.__gpubench_probe__ = True
+    loader.__iter__ = probed_iter
+
+
 # Each probe goes in when the script's own imports load the module it watches: a
 # script pays nothing for a module it never imports (importing torch and FSDP up
 # front cost 3.5 s a run on a 2-core machine).
@@ -143,6 +399,11 @@ PATCHES = {
     "torch.nn.parallel": _patch_class("DistributedDataParallel", "DDP"),
     "torch.distributed.fsdp": _patch_fsdp,
     "torch.distributed._composable.fsdp": _patch_fully_shard,
+    "torch.distributed.device_mesh": _patch_mesh,
+    "torch.nn.modules.module": _steps.install_finder,
+    "torch.optim.optimizer": _patch_optimizer,
+    "torch.autograd": _patch_backward,
+    "torch.utils.data.dataloader": _patch_loader,
 }
 
 
@@ -226,7 +487,12 @@ def _report() -> None:
         "group": _seen["group"],
         "wrapped": sorted(set(_seen["wrapped"])),
         "frameworks": _frameworks(),
+        "collective": _seen["collective"],
     }
+    try:
+        report["steps"] = _steps.summary()
+    except Exception:
+        report["steps"] = None
     if _calibration is not None:
         try:
             report["calibration"] = _calibration.summary()

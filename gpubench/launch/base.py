@@ -97,6 +97,8 @@ class RunOutcome:
     #   run: the machine's load and memory, threads and pinning, device (record_schema)
     failure: Failure | None = None  # the error explained, and whether it will repeat
     files: FileChanges | None = None  # a user's script: what it left in its working directory
+    steps: dict | None = None  # a user's script: record fields from its training steps, as the
+    #   sweep read them from the probe (sweep/probe.py step_fields)
 
 
 LineSink = Callable[[str], None]

@@ -37,12 +37,13 @@ from pathlib import Path
 from gpubench.errors import UsageError
 from gpubench.remote import cluster_link
 from gpubench.onhost import cluster_probe
-from gpubench.launch.base import Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args
+from gpubench.launch.base import (Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args,
+                                  script_argv)
 from gpubench.launch.cluster_torchrun import (FROM_MACHINE, FROM_ROUTE, PG_TIMEOUT_ENV, NodeFacts, Rendezvous,
                                               comm_settings, endpoint_for, socket_ifname, torchrun_command)
 from gpubench.launch.failures import Failure, RunFacts, explain
 from gpubench.launch.ssh import (LOCAL_MARGIN_S, TIMEOUT_EXIT, SshLauncher, connect, machine_for,
-                                 record_path, remote_cwd, remote_script)
+                                 record_path, remote_cwd, remote_probe, remote_script)
 from gpubench.remote.cluster import ClusterHosts, ClusterNode, gpu_disagreement
 from gpubench.remote.connection import ConnectOptions, StreamResult
 from gpubench.remote.errors import ConnectionLostError, HostUnreachableError, SshError
@@ -200,9 +201,11 @@ class ClusterLauncher(Launcher):
         settings = self._comm(NodeRun(member, rank, tag, [], {}), head_address)
         env = {**launcher.environment(point.procs_per_node), **settings.env_set,
                PG_TIMEOUT_ENV: str(self.options.rendezvous.collective_timeout)}
+        # a user's script runs under the probe (launch/base.py script_argv), as on one node
+        script, *probed = script_argv(workload, remote_script(workload), remote_probe(workload))
         command = torchrun_command(
-            launcher._session.python, remote_script(workload),
-            [*record_args(workload, record_path(tag)), *workload_args],
+            launcher._session.python, script,
+            [*probed, *record_args(workload, record_path(tag)), *workload_args],
             nnodes=point.nodes, procs_per_node=point.procs_per_node, node_rank=rank,
             endpoint=endpoint_for(head, network, self.options.rendezvous.port, on_head=rank == 0),
             run_id=run_id, local_addr=member.node.address_for_peers(network),

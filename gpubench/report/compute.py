@@ -34,8 +34,11 @@ from gpubench.workloads import record_schema
 
 # A machine type running one workload the same way; the workload's own
 # arguments (batch size, steps) are part of "the same way".
-GROUP_KEYS = ["workload", "workload_args", "script_sha256", "provider", "instance_type",
-              "gpu_name", "precision"]
+# A user's script is also the environment it ran in (script_env: a row per environment)
+# and how it was timed: a run timed as a whole (runs/s) is no baseline for one timed by its
+# steps (samples/s).
+GROUP_KEYS = ["workload", "workload_args", "script_sha256", "script_env", "throughput_unit",
+              "provider", "instance_type", "gpu_name", "precision"]
 CONFIG_KEYS = GROUP_KEYS + ["gpu_count", "nodes"]
 
 FAILED_COLUMNS = CONFIG_KEYS + ["status", "run_id", "time", "error", "failures"]
@@ -163,6 +166,7 @@ def build_report(records, baseline: Baseline | None = None, failures: str = "lat
     if unpriced:
         notes.append(f"{unpriced} configuration(s) have no price on record: their cost is unknown")
     notes += _trust_notes(latest)
+    notes += _timing_notes(latest)
     latest["baseline"] = baseline.describe()
     rows = latest.sort_values(GROUP_KEYS + ["gpu_count", "nodes"], kind="stable")[report_columns()]
     return Report(rows.reset_index(drop=True), failed, notes, baseline)
@@ -178,6 +182,18 @@ def _trust_notes(rows: pd.DataFrame) -> list[str]:
         notes.append(f"suspect: {_config(row)}: {row['suspect']}")
     for _, row in rows[rows["busy"].notna()].iterrows():
         notes.append(f"busy machine: {_config(row)}: {row['busy']}; its figures may be low")
+    return notes
+
+
+def _timing_notes(rows: pd.DataFrame) -> list[str]:
+    """A user's script timed as whole runs, where the probe could not time its steps."""
+    whole = rows[rows["timing"].astype(str) == "whole process"]
+    notes = []
+    for (workload, why), group in whole.groupby(["workload", whole["timing_note"].fillna("")],
+                                                sort=False, observed=True):
+        counts = ", ".join(f"{n:g}" for n in sorted(group["gpu_count"]))
+        notes.append(f"{workload} at {counts} process(es) is timed as whole runs (runs/s: start-up "
+                     f"included), not by its training steps" + (f": {why}" if why else ""))
     return notes
 
 
@@ -211,7 +227,8 @@ def _speedup(latest: pd.DataFrame, baseline: Baseline, notes: list[str]) -> pd.D
         keys = GROUP_KEYS
         pool = latest[latest["nodes"] == 1]
     else:
-        keys = ["workload", "workload_args", "script_sha256", "precision"]
+        keys = ["workload", "workload_args", "script_sha256", "script_env", "throughput_unit",
+                "precision"]
         pool = latest[baseline.selector.mask(latest)]
     if baseline.count is None:
         pool = pool[pool["gpu_count"] == pool.groupby(keys)["gpu_count"].transform("min")]

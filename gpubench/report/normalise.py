@@ -83,6 +83,8 @@ class _Codes:
 def _hashable(value):
     if isinstance(value, list):
         return " ".join(map(str, value))
+    if isinstance(value, dict):  # a script's environment: NAME=value, as a shell sets it
+        return " ".join(f"{k}={v}" for k, v in value.items())
     return value if isinstance(value, (str, int, float, type(None))) else str(value)
 
 

@@ -1,12 +1,18 @@
 """What each process of a user's script really did, read from its run's output
 (the lines workloads/script_probe.py writes as each process ends), and the verdict:
-a run whose processes did not form one process group of the expected size is not a
-measurement, whatever the script's exit code says.
+a run whose processes did not form one process group of the expected size, did not
+train together in it, or took no training step is not a measurement, whatever the
+script's exit code says.
 
 Each of the ways a real script ends up training alone gets its reason in words:
 a Lightning Trainer() that was not told to use DDP, an Accelerator() that saw no GPU,
 a GPU guard that printed a message and exited 0, a script that never calls
-init_process_group.
+init_process_group, a model used unwrapped in a group.
+
+The processes' training steps become the record's throughput (step_fields): each
+process's samples (or tokens) per step over its median step time, summed over the
+processes, so that a script that takes a fixed number of steps per process and one
+that shares an epoch between them are measured alike.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ from dataclasses import dataclass, field
 from gpubench.workloads.script_probe import PREFIX
 
 ALONE = "alone"  # the failure kind of a run whose processes did not train together
+NO_STEP = "no step"  # ... of a run whose processes took no training step
+STEPS = "training steps"  # a script's `timing` when its steps were timed
+WHOLE = "whole process"  # ... when the run was timed as a whole
 
 
 @dataclass
@@ -50,12 +59,81 @@ class ProbeReports:
                                               if not k.endswith("_type"))) or None}
 
 
-def verdict(reports: ProbeReports, world_size: int, last_words: str = "") -> str | None:
+    def step_fields(self) -> dict:
+        """The record's timing from the processes' steps: throughput summed over them
+        (tokens/s where every timed process saw tokens), the steps, the slowest
+        process's median step time and spread, start-up; or, where no step can be
+        read, `timing` 'whole process' and `timing_note` saying why."""
+        steps = [r.get("steps") or {} for r in self.by_rank.values()]
+        timed = [s for s in steps if s.get("kind") and s.get("timed") and s.get("median_s")]
+        if not steps:
+            return {}
+        if not timed:
+            return {"timing": WHOLE, "timing_note": _untimed(steps)}
+        if not all(s.get("samples_per_step") for s in timed):
+            return {"timing": WHOLE, "timing_note": "the probe timed the steps but saw no samples "
+                    "in them (no module's forward ran with gradients on)"}
+        tokens = all(s.get("tokens_per_step") for s in timed)
+        per_step = "tokens_per_step" if tokens else "samples_per_step"
+        first = min(self.by_rank)
+        epoch = max((s.get("epoch_samples") or 0 for s in timed), default=0) or None
+        if epoch and tokens:  # an epoch in tokens: its samples at this run's tokens a sample
+            epoch = round(epoch * timed[0]["tokens_per_step"] / timed[0]["samples_per_step"])
+        return {"timing": STEPS,
+                "throughput": sum(s[per_step] / s["median_s"] for s in timed),
+                "throughput_unit": "tokens/s" if tokens else "samples/s",
+                "step_kind": timed[0]["kind"],
+                "steps": min(s["timed"] for s in timed),
+                "warmup_steps": max(s["warmup"] for s in timed),
+                "median_step_s": max(s["median_s"] for s in timed),
+                "p10_step_s": max(s["p10_s"] for s in timed),
+                "p90_step_s": max(s["p90_s"] for s in timed),
+                "global_batch": round(sum(s["samples_per_step"] for s in timed)),
+                "tokens_per_step": sum(s["tokens_per_step"] for s in timed) if tokens else None,
+                "samples": round(sum(s["samples_per_step"] * s["timed"] for s in timed)),
+                "startup_s": max(s.get("startup_s") or 0.0 for s in timed),
+                "step_processes": len(timed),
+                "epoch_samples": epoch,
+                "process_wall_s": (self.by_rank[first].get("steps") or {}).get("wall_s")}
+
+    def took_steps(self) -> bool:
+        """Some process took a training step (an optimizer step or a backward pass), or
+        a probe from before steps were counted said nothing of them."""
+        if any("steps" not in r for r in self.by_rank.values()):
+            return True
+        return any((r.get("steps") or {}).get("count") or (r.get("steps") or {}).get("backwards")
+                   for r in self.by_rank.values())
+
+
+def _untimed(steps: list[dict]) -> str:
+    counted = max((s.get("count") or 0 for s in steps), default=0)
+    if counted:
+        least = max(s.get("warmup") or 0 for s in steps) + 1
+        return (f"{counted} step(s): too few to time after the warm-up (at least {least} "
+                "are needed)")
+    return ("no optimizer step, nor a backward pass through a model wrapped in DDP or FSDP, "
+            "for the probe to time")
+
+
+def judge(reports: ProbeReports, world_size: int, last_words: str = "",
+          own_figure: bool = False) -> tuple[str, str] | None:
+    """(failure kind, reason) of a run that is no measurement (verdict), or None."""
+    why = verdict(reports, world_size, last_words, own_figure)
+    if why is None:
+        return None
+    return (NO_STEP if why == _no_step(reports, world_size, last_words) else ALONE), why
+
+
+def verdict(reports: ProbeReports, world_size: int, last_words: str = "",
+            own_figure: bool = False) -> str | None:
     """Why the run is not a measurement of `world_size` processes training together,
     or None when it is (or when no process said: a probe that did not run proves
-    nothing). One process needs no group."""
-    if not reports.by_rank or world_size <= 1:
+    nothing). One process needs no group, but it must take a training step, unless the
+    script reports its own throughput (`own_figure`)."""
+    if not reports.by_rank:
         return None
+    if world_size <= 1:
+        return None if own_figure else _no_step(reports, 1, last_words)
     groups = [r.get("group") for r in reports.by_rank.values()]
     if all(g is None for g in groups):
         return (f"each of the {world_size} processes trained alone: no process group was formed"
@@ -66,6 +144,37 @@ def verdict(reports: ProbeReports, world_size: int, last_words: str = "") -> str
         said = f"{alone} of them formed none; " if alone else ""
         return (f"the {world_size} processes did not form one group of {world_size}: {said}"
                 f"group size {' and '.join(str(s) for s in sizes)}")
+    return _not_distributed(reports, world_size) or (
+        None if own_figure else _no_step(reports, world_size, last_words))
+
+
+def _no_step(reports: ProbeReports, world_size: int, last_words: str) -> str | None:
+    """A run in which no process took a training step (a GPU guard that exits 0,
+    evaluation only) measured nothing but its start-up."""
+    if reports.took_steps():
+        return None
+    who = ("the process took no" if world_size == 1
+           else f"none of the {world_size} processes took a")
+    said = f"; its last words: {last_words[:160]}" if last_words else "; it printed nothing"
+    return f"{who} training step{said}"
+
+
+def _not_distributed(reports: ProbeReports, world_size: int) -> str | None:
+    """Processes in one group that each trained on their own: Accelerate's
+    DistributedType.NO (no model wrapped, no data sharded), or a model trained
+    unwrapped with no collective called by any process."""
+    frameworks = {k: v for r in reports.by_rank.values() for k, v in (r.get("frameworks") or {}).items()}
+    formed = f"the {world_size} processes formed a group of {world_size} but did not train together"
+    if frameworks.get("accelerate_distributed_type") == "NO":
+        return (f"{formed}: Accelerate ran as DistributedType.NO (no model wrapped, no data "
+                "sharded); on a CPU, Accelerator(cpu=True) or ACCELERATE_USE_CPU=1 runs it "
+                "distributed (on GPUs, Accelerate sees one per process)")
+    wrapped = any(r.get("wrapped") for r in reports.by_rank.values())
+    shared = any(r.get("collective") for r in reports.by_rank.values())
+    known = all("collective" in r for r in reports.by_rank.values())  # older probes did not say
+    if known and not wrapped and not shared and reports.took_steps():
+        return (f"{formed}: the model was used unwrapped and no process called a collective; wrap "
+                "it in DistributedDataParallel (or FSDP), or all-reduce its gradients")
     return None
 
 

@@ -1,5 +1,6 @@
 """A result record completed: the workload's own half (or, for a user's script
-that wrote none, its timing as a whole) plus what only gpubench knows: where it
+that wrote none, its training steps as the probe timed them, else its timing as a
+whole) plus what only gpubench knows: where it
 ran, what that costs, how it was launched, how busy the machine was, why a run
 failed. Every field either side writes is listed in workloads/record_schema.py."""
 
@@ -10,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from gpubench.launch.base import Machine, RunOutcome, SweepPoint
+from gpubench.sweep.probe import STEPS, WHOLE
 from gpubench.workloads import record_schema
 from gpubench.workloads.record_schema import SCHEMA_VERSION
 
@@ -22,19 +24,31 @@ SCRIPT_PRECISION = "-"  # a user's script's precision is its own affair, ok or f
 
 def script_record(outcome: RunOutcome, world_size: int) -> dict:
     """The record of a user's own script that ran to the end. What the script wrote
-    to $GPUBENCH_RECORD_FILE wins; without a throughput of its own, the run is
-    timed as a whole: one run is the unit of work, the throughput 1 / wall time of
-    the whole process (interpreter start and rendezvous included), so the speedup
-    is the baseline's wall time over this one's."""
+    to $GPUBENCH_RECORD_FILE wins (the probe's figure kept beside it as
+    step_throughput); else its training steps as the probe timed them
+    (outcome.steps: throughput summed over the processes, steps, median step time
+    and spread, start-up); else, where the probe saw no step it could time, the run
+    is timed as a whole: one run is the unit of work, the throughput 1 / wall time of
+    the whole process (interpreter start and rendezvous included), so the speedup is
+    the baseline's wall time over this one's. wall_seconds is the whole process in
+    every case: what the run held the machine for."""
     own = outcome.record or {}
+    steps = dict(outcome.steps or {})
     record = {"status": "ok", "error": None, "world_size": world_size,
               "wall_seconds": outcome.elapsed_seconds,
               "precision": SCRIPT_PRECISION}  # the script's own affair
+    timed = steps.get("timing") == STEPS
     if own.get("throughput"):
+        if timed:
+            steps["step_throughput"] = steps.pop("throughput")
+            record.update({k: v for k, v in steps.items() if k not in ("timing", "throughput_unit")})
         record.update(timing="script", throughput_unit="samples/s")
+    elif timed:
+        record.update(steps)
     elif outcome.elapsed_seconds > 0:
-        record.update(timing="whole process", throughput=1.0 / outcome.elapsed_seconds,
-                      throughput_unit=SCRIPT_UNIT, epoch_samples=1)  # the report's s/run, $/run
+        record.update(timing=WHOLE, throughput=1.0 / outcome.elapsed_seconds,
+                      throughput_unit=SCRIPT_UNIT, epoch_samples=1,  # the report's s/run, $/run
+                      timing_note=steps.get("timing_note"))
     record.update(outcome.beside or {})
     record.update(own)
     return record

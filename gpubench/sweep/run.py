@@ -33,7 +33,7 @@ from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.launch.failures import Failure, last_words, stop_reason
 from gpubench.launch.points import sweep_points
 from gpubench.sweep import out_of_memory
-from gpubench.sweep.probe import ALONE, ProbeReports, verdict
+from gpubench.sweep.probe import ALONE, NO_STEP, ProbeReports, judge
 from gpubench.sweep.records import finish_record
 from gpubench.sweep.waits import QUIET_AFTER_S, TIMEOUT_KIND, QuietWatch, TimedOut, goes_on, larger_ahead
 from gpubench.store.results import ResultsStore, new_run_id
@@ -324,20 +324,26 @@ def _stop_after(outcome: RunOutcome, point: SweepPoint, prefix: str, where: str,
     if outcome.failure is not None and outcome.failure.kind == ALONE:
         return (f"stopping the sweep at {point.describe()}: its processes did not train together, "
                 "and at a larger count they would not either")
+    if outcome.failure is not None and outcome.failure.kind == NO_STEP:
+        return (f"stopping the sweep at {point.describe()}: its processes took no training step, "
+                "and at a larger count they would not either")
     return None
 
 
 def judged(outcome: RunOutcome, reports: ProbeReports, point: SweepPoint) -> RunOutcome:
     """A user's script's outcome with what its processes did (process group, models
-    wrapped); one whose processes did not train together fails, and so would every
-    larger count."""
+    wrapped, their training steps); one whose processes did not train together, or
+    took no training step, fails, and so would every larger count."""
     measured = {**outcome.measured, **reports.record_fields()}
-    why = None
+    steps = reports.step_fields()
+    found = None
     if outcome.error is None:
-        why = verdict(reports, point.world_size, last_words(outcome.output_tail))
-    if why is None:
-        return replace(outcome, measured=measured)
-    return replace(outcome, measured=measured, error=why, failure=Failure(why, ALONE))
+        own = bool((outcome.record or {}).get("throughput"))
+        found = judge(reports, point.world_size, last_words(outcome.output_tail), own)
+    if found is None:
+        return replace(outcome, measured=measured, steps=steps)
+    kind, why = found
+    return replace(outcome, measured=measured, steps=steps, error=why, failure=Failure(why, kind))
 
 
 @dataclass

@@ -62,3 +62,16 @@ def test_a_real_run_without_a_controller_still_stops_at_sinfo(no_controller, cli
                        str(no_controller / "cluster"), "--results", str(no_controller / "r"))
     assert code == 1
     assert err.startswith("error: sinfo failed on this machine: sinfo: error: resolve_ctls")
+
+
+def test_a_users_script_runs_under_the_probe_in_either_launch_style(no_controller, cli):
+    # the probe (workloads/script_probe.py) times its steps and says whether its processes
+    # trained together, on Slurm as on one machine; it sits with the suite's copy
+    script = no_controller / "train.py"
+    script.write_text("print('hi')\n")
+    base = no_controller / "cluster"
+    for launch in ("torchrun", "srun"):
+        code, out, err = cli("run", str(script), "--on", "slurm", "--remote-dir", str(base),
+                             "--nodes", "1", "--launch", launch, "--dry-run", "--", "--lr", "0.1")
+        assert code == 0, err
+        assert f"{base}/workloads/script_probe.py train.py --lr 0.1" in out, out

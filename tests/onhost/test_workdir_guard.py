@@ -134,13 +134,15 @@ def test_an_unreadable_proc_finds_nothing_and_says_nothing(tmp_path):
         os.close(write_end)
 
 
-# A script that trains together (one gloo group) and writes no file; what it prints,
-# gpubench prints while the run lasts, into the log beside it.
+# A script that trains together (one gloo group; a backward pass is a training step, timed
+# as a whole run with no optimizer) and writes no file; what it prints, gpubench prints
+# while the run lasts, into the log beside it.
 SILENT = """\
 import torch, torch.distributed as dist
 dist.init_process_group("gloo")
 t = torch.ones(1)
 dist.all_reduce(t)
+torch.ones(1, requires_grad=True).sum().backward()
 print(f"rank {dist.get_rank()} summed {t.item():.0f}", flush=True)
 dist.destroy_process_group()
 """

@@ -147,3 +147,24 @@ def test_a_scripts_failed_run_has_the_precision_of_its_ok_runs(tmp_path):
     suite_failed = finish_record(RunOutcome(1, None, ["torchrun"], 2.0, "boom"), suite, machine,
                                  SweepPoint(1, 1))
     assert "precision" not in suite_failed  # a suite workload's failure: the schema's default
+
+
+def test_a_row_per_environment_with_the_variables_named_and_whole_runs_said():
+    steps = dict(throughput_unit="samples/s", epoch_samples=6000, timing="training steps")
+    records = [rec(1, 3000.0, 0.0, **script(TRAIN, **steps)),
+               rec(2, 5900.0, 0.0, **script(TRAIN, **steps)),
+               rec(1, 2800.0, 0.0, **script(TRAIN, **steps, script_env={"ACCELERATE_USE_CPU": "1"})),
+               rec(2, 5500.0, 0.0, **script(TRAIN, **steps, script_env={"ACCELERATE_USE_CPU": "1"}))]
+    report = build_report(records)
+    assert sorted(zip(report.rows["script_env"].astype(str), report.rows["gpu_count"],
+                      report.rows["speedup"].round(3))) == [
+        ("", 1, 1.0), ("", 2, round(5900 / 3000, 3)),
+        ("ACCELERATE_USE_CPU=1", 1, 1.0), ("ACCELERATE_USE_CPU=1", 2, round(5500 / 2800, 3))]
+    text = render_report(records, "table", workload=TRAIN)
+    assert "env" in text and "ACCELERATE_USE_CPU=1" in text and "samples/s" in text
+
+    whole = [rec(1, 1 / 20, 0.0, **script("/p/loop.py", timing="whole process",
+                                          timing_note="no optimizer step for the probe to time"))]
+    (note,) = [n for n in build_report(whole).notes if "whole runs" in n]
+    assert note == ("/p/loop.py at 1 process(es) is timed as whole runs (runs/s: start-up "
+                    "included), not by its training steps: no optimizer step for the probe to time")

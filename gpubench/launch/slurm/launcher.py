@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from gpubench.format import fill
-from gpubench.launch.base import Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args
+from gpubench.launch.base import (PROBE, Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint,
+                                  record_args, script_argv)
 from gpubench.launch.failures import Failure, RunFacts, explain
 from gpubench.launch.slurm import script as scripts
 from gpubench.launch.slurm import states
@@ -31,6 +32,7 @@ from gpubench.launch.slurm.options import SlurmOptions
 from gpubench.launch.slurm.script import JobSpec
 from gpubench.launch.slurm.states import JobState, Partition
 from gpubench.suite import WorkloadRef, workloads_dir
+from gpubench.workloads.script_probe import PREFIX as PROBE_PREFIX
 
 PROVIDER = "slurm"
 DEFAULT_NODES = (1, 2)  # a sweep's node counts unless --nodes says otherwise
@@ -90,15 +92,16 @@ class SlurmLauncher(Launcher):
             return
         if self._upload is not None:
             self._upload(workload)
-        elif workload.workdir is None:  # on the login node: a copy the compute nodes see
+        else:  # on the login node: a copy the compute nodes see (a project's script runs
+            #     from --workdir, under the suite's probe)
             target = Path(self.base) / "workloads"
             suite = workloads_dir()
-            if not workload.in_suite and workload.script.parent != suite:
-                if (suite / workload.script.name).exists():
-                    raise SlurmUsageError(f"{workload.script.name} has the name of a file of the "
-                                          "workload suite; rename it")
+            own = workload.workdir is None and not workload.in_suite and workload.script.parent != suite
+            if own and (suite / workload.script.name).exists():
+                raise SlurmUsageError(f"{workload.script.name} has the name of a file of the "
+                                      "workload suite; rename it")
             shutil.copytree(suite, target, dirs_exist_ok=True, ignore=SUITE_IGNORE)
-            if not workload.in_suite and workload.script.parent != suite:
+            if own:
                 shutil.copy2(workload.script, target / workload.script.name)
         self._prepared.add(key)
 
@@ -117,9 +120,12 @@ class SlurmLauncher(Launcher):
         else:
             workdir = f"{self.base}/workloads"
             script = workload.script.name
+        # a user's script runs under the probe, which sits with the suite (base/workloads)
+        script, *probed = script_argv(workload, script, f"{self.base}/workloads/{PROBE}")
         spec = JobSpec(workload.name, point.nodes, point.procs_per_node, job_dir, workdir,
                        self.python, script, gpus=self.partition.gpus_per_node > 0)
-        return replace(spec, script_args=[*record_args(workload, spec.record_path), *workload_args])
+        return replace(spec, script_args=[*probed, *record_args(workload, spec.record_path),
+                                          *workload_args])
 
     def script(self, workload: WorkloadRef, point: SweepPoint, workload_args: list[str],
                job_dir: str | None = None) -> tuple[JobSpec, str]:
@@ -180,7 +186,11 @@ class SlurmLauncher(Launcher):
         out_text = self.shell.read(scripts.output_file(job_dir, job_id)) or ""
         self._keep(job_id, "out", out_text)
         self._keep(job_id, "err", err_text)
-        error_tail = [ln for ln in err_text.splitlines() if ln.strip()][-ERROR_TAIL_LINES:]
+        for line in err_text.splitlines():  # the probe writes to stderr, which Slurm keeps apart
+            if PROBE_PREFIX in line:
+                on_line(line)
+        error_tail = [ln for ln in err_text.splitlines()
+                      if ln.strip() and PROBE_PREFIX not in ln][-ERROR_TAIL_LINES:]
         state = followed.state
         if state.source == states.FROM_SQUEUE:
             exit_text = self.shell.read(spec.exit_path)
@@ -333,6 +343,7 @@ def open_ssh(spec: str, key: Path | None, known_hosts: Path, python: str, base: 
         def upload(workload: WorkloadRef) -> None:
             if workload.workdir is not None:
                 session.upload_workdir(workload.workdir, workload.untouched)
+                session.upload(workloads_dir(), None)  # the probe a user's script runs under
             else:
                 suite = workloads_dir()
                 session.upload(suite, None if workload.script.parent == suite else workload.script)

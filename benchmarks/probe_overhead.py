@@ -1,0 +1,176 @@
+"""What the script probe (workloads/script_probe.py) adds to each training step.
+
+A synthetic training step, run with and without the probe: a small model's forward,
+backward and optimizer step (SGD, batch 32), then W ms of work (a busy loop on the
+CPU; on a GPU, matrix products sized to take about W ms, which the probe synchronises
+at the step's end). Each side is a fresh process, started in turn (A B A B ...) so
+that both see the same machine load:
+
+    A  python STEP.py STEPS W            (the step alone)
+    B  python workloads/script_probe.py STEP.py STEPS W
+                                         (the same, under the probe: its forward
+                                         hook, the optimizer-step and backward hooks,
+                                         the clock and, on a GPU, the synchronisation)
+
+Each process times its own steps (perf_counter, after a warm-up of 20 steps) and
+prints their median; the figures are the medians over the runs of each side, their
+ratio (B / A) and the probe's cost a step in microseconds. A second pass with W = 0
+shows the cost against the bare step, where it is not hidden in W's noise.
+
+On a machine shared with other work those wall-clock figures move by more than the
+probe costs, so the probe's own work a step is also measured in one process, in CPU
+time (thread_time), each part against the same call without it, in alternating
+blocks: a forward call of a model with the probe's pre-hook against one without
+(the hook's dispatch and its counting), the optimizer-step hook as torch calls it,
+and the backward wrapper around an empty call. Their sum over W is the ratio for a
+step of W ms (CPU; a GPU adds the synchronisation at the step's end, measured only
+by the A/B runs on a GPU).
+
+    .venv/bin/python benchmarks/probe_overhead.py [--runs 5] [--steps 400] [--work-ms 10]
+        [--device cpu|cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROBE = Path(__file__).resolve().parent.parent / "workloads" / "script_probe.py"
+WARMUP = 20
+
+STEP = '''\
+import json, sys, time
+import torch
+from torch import nn
+
+steps, work_s, device = int(sys.argv[1]), float(sys.argv[2]) / 1000.0, sys.argv[3]
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 64, device=device), torch.randint(0, 10, (32,), device=device)
+if device == "cuda":  # matrix products that take about work_s on this GPU
+    a = torch.randn(2048, 2048, device=device)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(20):
+        a @ a
+    torch.cuda.synchronize()
+    products = max(1, round(work_s / ((time.perf_counter() - t) / 20)))
+times = []
+for i in range(steps + ''' + str(WARMUP) + '''):
+    t0 = time.perf_counter()
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if device == "cuda":
+        for _ in range(products):
+            a @ a
+        torch.cuda.synchronize()  # the step's end, as a script reading loss.item() has it
+    else:
+        t1 = time.perf_counter()
+        while time.perf_counter() - t1 < work_s:
+            pass
+    times.append(time.perf_counter() - t0)
+timed = sorted(times[''' + str(WARMUP) + ''':])
+print(json.dumps({"median_s": timed[len(timed) // 2]}))
+'''
+
+
+def run_once(script: Path, probed: bool, steps: int, work_ms: float, device: str) -> float:
+    argv = [sys.executable, *([str(PROBE)] if probed else []), str(script), str(steps),
+            str(work_ms), device]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr[-2000:]}")
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("{")][-1]
+    return json.loads(line)["median_s"]
+
+
+def compare(script: Path, runs: int, steps: int, work_ms: float, device: str) -> dict:
+    bare, probed = [], []
+    for _ in range(runs):
+        bare.append(run_once(script, False, steps, work_ms, device))
+        probed.append(run_once(script, True, steps, work_ms, device))
+    a, b = statistics.median(bare), statistics.median(probed)
+    return {"work_ms": work_ms, "bare_ms": [round(t * 1e3, 4) for t in bare],
+            "probed_ms": [round(t * 1e3, 4) for t in probed], "bare_median_ms": a * 1e3,
+            "probed_median_ms": b * 1e3, "ratio": b / a, "cost_us": (b - a) * 1e6}
+
+
+def hook_costs(blocks: int = 30, calls: int = 2000) -> dict:
+    """The probe's own work a step, in microseconds of CPU time (see the docstring)."""
+    sys.path.insert(0, str(PROBE.parent))
+    import script_probe
+
+    script_probe._install()
+    import torch
+    from torch import nn
+
+    torch.set_num_threads(1)
+    steps = script_probe._steps
+    hooked, bare = nn.Linear(64, 10), nn.Linear(64, 10)
+    x = torch.randn(32, 64)
+    hooked(x)  # the probe takes the first module called with gradients for the model
+    assert steps.model is hooked
+    optimizer = torch.optim.SGD(hooked.parameters(), lr=0.01)
+    hooked(x).sum().backward()
+    optimizer.step()  # the first optimizer to step: its steps are the steps
+
+    def per_call(fn) -> float:
+        start = time.thread_time()
+        for _ in range(calls):
+            fn()
+        return (time.thread_time() - start) / calls
+
+    def empty() -> None:
+        return None
+
+    wrapped_empty = script_probe._after(empty, steps.on_backward)
+    parts = {"forward": ([], []), "optimizer step": ([], []), "backward": ([], [])}
+    for _ in range(blocks):
+        parts["forward"][0].append(per_call(lambda: hooked(x)))
+        parts["forward"][1].append(per_call(lambda: bare(x)))
+        parts["optimizer step"][0].append(per_call(lambda: steps.on_optimizer_step(optimizer, (), {})))
+        parts["optimizer step"][1].append(per_call(empty))
+        parts["backward"][0].append(per_call(wrapped_empty))
+        parts["backward"][1].append(per_call(empty))
+    return {name: (statistics.median(a) - statistics.median(b)) * 1e6
+            for name, (a, b) in parts.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--work-ms", type=float, default=10.0)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    args = parser.parse_args()
+    costs = hook_costs()
+    total = sum(costs.values())
+    print("the probe's own work a step (CPU time, in one process): "
+          + ", ".join(f"{name} {us:.2f} us" for name, us in costs.items()))
+    print(f"  {total:.2f} us a step: ratio {1 + total / (args.work_ms * 1e3):.5f} for a "
+          f"{args.work_ms:g} ms step")
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "step.py"
+        script.write_text(STEP)
+        for work in (args.work_ms, 0.0):
+            found = compare(script, args.runs, args.steps, work, args.device)
+            print(f"{args.device}, step + {work:g} ms of work, {args.steps} steps, {args.runs} runs a side")
+            print(f"  without the probe  {found['bare_median_ms']:9.4f} ms  {found['bare_ms']}")
+            print(f"  with the probe     {found['probed_median_ms']:9.4f} ms  {found['probed_ms']}")
+            print(f"  ratio {found['ratio']:.4f}  ({found['cost_us']:+.1f} us a step)")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
