@@ -18,6 +18,7 @@ from gpubench.bench.plan import BenchPlan, checked_budget, machine_plan, provisi
 from gpubench.bench.request import BenchRequest
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.format import format_dollars
+from gpubench.predict.advise import NO_FIT
 
 Echo = Callable[[str], None]
 ALL = "all"
@@ -83,7 +84,9 @@ class AcrossPlan:
         """The plan in one line (what --yes says instead of asking)."""
         machines = "; ".join(f"{s.label} at {format_dollars(s.candidate.offer.price_per_hour)}/h, "
                              f"about {format_dollars(s.plan.estimate.dollars)}" for s in self.chosen)
-        return f"renting {len(self.chosen)} candidates at once: {machines}; {self.summary()}"
+        n = len(self.chosen)
+        return f"renting {n} candidates at once: {machines}; {self.summary()}" if n > 1 else \
+            f"renting 1 candidate: {machines}; {self.summary()}"
 
 
 def parse_providers(text: str) -> list[str]:
@@ -110,8 +113,9 @@ def plan_across(req: BenchRequest, providers: list[str], k: int, echo: Echo) -> 
     if not listed:
         raise UsageError("no provider to bench on: " + "; ".join(left_out + none_fit))
     offers = [o for _, found in listed.values() for o in found]
-    candidates = predicted(req, group_offers(offers), echo)
-    chosen = choose(candidates, k, req.gpu_type, req.max_price, "; ".join(none_fit))
+    hints: list[str] = []
+    candidates = predicted(req, group_offers(offers), echo, hints)
+    chosen = choose(candidates, k, req.gpu_type, req.max_price, "; ".join(none_fit), "; ".join(hints))
     planned = [_planned(req, c, listed[c.provider][0], ceiling) for c in chosen]
     refuse_over_budget([(s.label, s.plan.estimate.dollars) for s in planned], ceiling)
     return AcrossPlan(planned, ceiling, left_out)
@@ -145,20 +149,24 @@ def _offers_of(req: BenchRequest, providers: list[str]) -> tuple[dict, list[str]
     return listed, left_out, none_fit
 
 
-def predicted(req: BenchRequest, groups: list[tuple], echo: Echo) -> list[Candidate]:
+def predicted(req: BenchRequest, groups: list[tuple], echo: Echo, what_fits: list[str] | None = None
+              ) -> list[Candidate]:
     """A Candidate per group of offers: an epoch of each workload predicted on its
     cheapest offer, summed, the Pareto front marked; no figure where any workload has
-    none (a workload nothing is known of leaves every candidate without one)."""
+    none (a workload nothing is known of leaves every candidate without one), and "does
+    not fit" where any workload's memory does not fit the card. Where cards were too
+    small, what would fit is added to `what_fits`, a line per workload."""
     from gpubench.predict.advise import mark_pareto
     from gpubench.predict.records import records_for_prediction
 
     records = records_for_prediction(req.results)[0]
     firsts = [g[0] for g in groups]
-    per_workload = [_for_workload(req, ref, firsts, records, echo) for ref in req.workloads]
+    per_workload = [_for_workload(req, ref, firsts, records, echo, what_fits) for ref in req.workloads]
     combined = []
     for i, offer in enumerate(firsts):
         mine = [preds[i] for preds in per_workload]
-        missing = next((p for p in mine if not p.has_figure), None)
+        missing = next((p for p in mine if p.basis == NO_FIT), None) or \
+            next((p for p in mine if not p.has_figure), None)
         if not mine:
             combined.append(_no_figure(offer))
         elif missing is not None:
@@ -169,9 +177,11 @@ def predicted(req: BenchRequest, groups: list[tuple], echo: Echo) -> list[Candid
     return [Candidate(p, g) for p, g in zip(mark_pareto(combined), groups)]
 
 
-def _for_workload(req: BenchRequest, ref, offers: list, records: list[dict], echo: Echo) -> list:
+def _for_workload(req: BenchRequest, ref, offers: list, records: list[dict], echo: Echo,
+                  what_fits: list[str] | None = None) -> list:
     """Each offer's prediction for an epoch of `ref` (no figure where nothing is known of it)."""
     from gpubench.predict.advise import for_offers
+    from gpubench.predict.fits import what_fits as fitting
     from gpubench.predict.subject import suite_subject, work_for
     from gpubench.suite import args_for
 
@@ -187,7 +197,11 @@ def _for_workload(req: BenchRequest, ref, offers: list, records: list[dict], ech
     except UsageError as e:
         echo(f"note: {ref.name}: no prediction ({e}); its candidates are chosen by price")
         return [_no_figure(o, str(e)) for o in offers]
-    return for_offers(subject, offers, records, work)
+    predictions = for_offers(subject, offers, records, work)
+    hint = fitting(subject, predictions)
+    if hint and what_fits is not None:
+        what_fits.append(hint if len(req.workloads) < 2 else f"{ref.name}: {hint}")
+    return predictions
 
 
 def _no_figure(offer, why: str | None = None):

@@ -61,7 +61,9 @@ def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bo
 
 def question(plan) -> str:
     """Every candidate on a line of its own, then the total and what confirming agrees to."""
-    lines = [f"Rent {len(plan.chosen)} machines at once, one per candidate, for this bench?"]
+    n = len(plan.chosen)
+    lines = [f"Rent {n} machines at once, one per candidate, for this bench?" if n > 1
+             else "Rent 1 machine, the one candidate, for this bench?"]
     lines += [f"  {i}. {s.describe()}" for i, s in enumerate(plan.chosen, start=1)]
     lines.append(f"  {plan.summary()}; each terminated at the end")
     return "\n".join(lines)

@@ -57,6 +57,31 @@ def test_the_question_lists_each_candidate_with_its_price_prediction_and_the_tot
     assert lines[4].endswith("budget $5.00 for all; each terminated at the end")
 
 
+def test_cards_the_memory_model_says_cannot_hold_the_model_are_not_offered(cloud, cli, tmp_path):
+    """6.7B under FSDP at 8 sequences a GPU fits no card on offer: refused in one line that
+    says what would fit, nothing rented; at 6 a GPU only the 80 GB cards are candidates,
+    and one candidate is 'machine', not 'machines'."""
+    from gpubench.bench.request import BenchRequest
+    from gpubench.bench.shortlist import plan_across
+    from gpubench.cli.across_cmd import question
+    from gpubench.suite import resolve_list
+
+    code, out, err = cli("bench", "all", "--gpus", "8", "--workload", "gpt-fsdp", "--candidates", "3",
+                         "--budget", "2000", "--yes", "--results", str(tmp_path), "--", "--params", "6.7B",
+                         "--steps", "2")
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("error: --candidates 3: the memory model says none of the ")
+    assert "can hold the workload at its batch" in err and "`--batch-size 6`" in err
+    assert Ledger().entries(include_done=True) == []
+
+    req = BenchRequest("all", 8, resolve_list("gpt-fsdp", None), budget=2000.0, results=tmp_path,
+                       workload_args=["--params", "6.7B", "--batch-size", "6", "--steps", "2"])
+    plan = plan_across(req, list(PROVIDERS), 3, print)
+    assert len(plan.chosen) == 3 and all("(80 GB)" in s.describe() for s in plan.chosen)
+    one = question(plan_across(req, list(PROVIDERS), 1, print)).splitlines()[0]
+    assert one == "Rent 1 machine, the one candidate, for this bench?"
+
+
 def test_bad_input_is_one_line_before_anything_is_rented(cloud, cli, monkeypatch, tmp_path):
     results = ["--results", str(tmp_path)]
     code, out, err = cli("bench", "all", *H100[:-1], "4", *QUICK, "--yes", *results)
