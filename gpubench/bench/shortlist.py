@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from gpubench.bench.candidates import Candidate, check_count, choose, group_offers, refuse_over_budget
-from gpubench.bench.plan import BenchPlan, checked_budget, machine_plan, provision_request, stops_itself
+from gpubench.bench.plan import (BenchPlan, checked_budget, machine_plan, planned_points, provision_request,
+                                 stops_itself)
 from gpubench.bench.request import BenchRequest
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.format import format_dollars
@@ -113,17 +114,41 @@ def plan_across(req: BenchRequest, providers: list[str], k: int, echo: Echo) -> 
     if not listed:
         raise UsageError("no provider to bench on: " + "; ".join(left_out + none_fit))
     offers = [o for _, found in listed.values() for o in found]
+    from gpubench.predict.records import records_for_prediction
+
+    records = records_for_prediction(req.results)[0]       # as they stand before anything is rented
     hints: list[str] = []
-    candidates = predicted(req, group_offers(offers), echo, hints)
+    candidates = predicted(req, group_offers(offers), echo, hints, records)
     chosen = choose(candidates, k, req.gpu_type, req.max_price, "; ".join(none_fit), "; ".join(hints))
-    planned = [_planned(req, c, listed[c.provider][0], ceiling) for c in chosen]
+    planned = [_planned(req, c, listed[c.provider][0], ceiling, records) for c in chosen]
     refuse_over_budget([(s.label, s.plan.estimate.dollars) for s in planned], ceiling)
     return AcrossPlan(planned, ceiling, left_out)
 
 
-def _planned(req: BenchRequest, c: Candidate, prov, ceiling: float | None) -> Shortlisted:
+def _planned(req: BenchRequest, c: Candidate, prov, ceiling: float | None, records: list[dict]) -> Shortlisted:
     mine = replace(req, provider=c.provider, hosts=1, parallel=False)
-    return Shortlisted(c, mine, machine_plan(mine, prov, list(c.offers), ceiling, refuse=False))
+    plan = machine_plan(mine, prov, list(c.offers), ceiling, refuse=False)
+    plan.kept = kept_predictions(mine, c.offer, records)
+    return Shortlisted(c, mine, plan)
+
+
+def kept_predictions(req: BenchRequest, offer, records: list[dict]) -> dict:
+    """The prediction each of the candidate's records will keep, made now, before
+    renting, from the records as they stand: (workload, gpus, nodes) -> predicted_*
+    fields, at every point its sweeps will run. At the offer's own count it is the
+    figure the question shows."""
+    from gpubench.predict.for_records import gpu_fields
+    from gpubench.suite import args_for
+
+    kept = {}
+    for ref in req.workloads:
+        if not ref.in_suite or ref.name == "allreduce":     # a bandwidth test has no throughput to predict
+            continue
+        args = tuple(args_for(ref, req.workload_args, req.per_workload_args))
+        for point in planned_points(offer.gpu_count or req.gpus, req):
+            kept[(ref.name, point.world_size, point.nodes)] = gpu_fields(ref.name, args, offer, point.world_size,
+                                                                         point.nodes, records)
+    return kept
 
 
 def _offers_of(req: BenchRequest, providers: list[str]) -> tuple[dict, list[str], list[str]]:
@@ -149,8 +174,8 @@ def _offers_of(req: BenchRequest, providers: list[str]) -> tuple[dict, list[str]
     return listed, left_out, none_fit
 
 
-def predicted(req: BenchRequest, groups: list[tuple], echo: Echo, what_fits: list[str] | None = None
-              ) -> list[Candidate]:
+def predicted(req: BenchRequest, groups: list[tuple], echo: Echo, what_fits: list[str] | None = None,
+              records: list[dict] | None = None) -> list[Candidate]:
     """A Candidate per group of offers: an epoch of each workload predicted on its
     cheapest offer, summed, the Pareto front marked; no figure where any workload has
     none (a workload nothing is known of leaves every candidate without one), and "does
@@ -159,7 +184,8 @@ def predicted(req: BenchRequest, groups: list[tuple], echo: Echo, what_fits: lis
     from gpubench.predict.advise import mark_pareto
     from gpubench.predict.records import records_for_prediction
 
-    records = records_for_prediction(req.results)[0]
+    if records is None:
+        records = records_for_prediction(req.results)[0]
     firsts = [g[0] for g in groups]
     per_workload = [_for_workload(req, ref, firsts, records, echo, what_fits) for ref in req.workloads]
     combined = []

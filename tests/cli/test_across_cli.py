@@ -82,6 +82,19 @@ def test_cards_the_memory_model_says_cannot_hold_the_model_are_not_offered(cloud
     assert one == "Rent 1 machine, the one candidate, for this bench?"
 
 
+def test_each_candidates_records_will_keep_the_figure_the_question_showed(cloud, tmp_path):
+    from gpubench.bench.request import BenchRequest
+    from gpubench.bench.shortlist import plan_across
+    from gpubench.suite import resolve_list
+
+    req = BenchRequest("all", 8, resolve_list("resnet-ddp", None), gpu_type="H100", results=tmp_path)
+    for s in plan_across(req, list(PROVIDERS), 2, print).chosen:
+        p, o = s.candidate.prediction, s.candidate.offer
+        kept = s.plan.kept[("resnet-ddp", o.gpu_count, 1)]
+        assert kept["predicted_throughput"] == pytest.approx(p.throughput) and kept["predicted_basis"] == p.basis
+        assert {key[1] for key in s.plan.kept} == {1, 2, 4, 8}       # every count the sweep will run
+
+
 def test_bad_input_is_one_line_before_anything_is_rented(cloud, cli, monkeypatch, tmp_path):
     results = ["--results", str(tmp_path)]
     code, out, err = cli("bench", "all", *H100[:-1], "4", *QUICK, "--yes", *results)
@@ -133,6 +146,14 @@ def test_three_candidates_at_once_one_never_boots_one_fails_preflight(cloud, cli
     table = out[out.index("mnist-ddp, on a CPU"):out.index("what each machine cost")]
     assert [ln.split()[0] for ln in table.splitlines()[3:5]] == ["runpod", "vast"]
     assert "predicted" in table and "vs pred." in table and ("cheapest paid" in table)
+    assert re.search(r" [-+]\d+\.\d%  ", table)                 # vs pred. as a percentage
+    # each record keeps the figure made before renting: the model's for an H100 PCIe, the
+    # same for both candidates, never 'no basis' nor a sibling's measurement
+    from gpubench.store.results import ResultsStore
+
+    kept = [r for r in ResultsStore(results).load().records if r.get("workload") == "mnist-ddp"]
+    assert kept and all(r["predicted_basis"] not in (None, "no basis") for r in kept)
+    assert len({r["predicted_throughput"] for r in kept if r["gpu_count"] == 1}) == 1
     assert "is both the fastest and the cheapest" in table or " the cost of " in table
     candidates = out[out.index("the candidates: predicted, then measured"):]
     assert re.search(r"1 +1x H100 PCIe on vast +ac-1 +\$2\.00 .* measured +2 ", candidates)
