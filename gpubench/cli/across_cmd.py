@@ -36,7 +36,9 @@ def check_flags(hosts: int, nodes: str | None, parallel: bool, keep: bool) -> No
 def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bool, quiet: bool,
                      store, refs) -> None:
     """Plan, ask, rent and sweep every candidate at once, report across them."""
-    from gpubench.bench.across import bench_across
+    import time
+
+    from gpubench.bench.across import bench_across, spent_on
     from gpubench.bench.shortlist import check_name, names_for, parse_providers, plan_across
     from gpubench.cli.board import board_for
     from gpubench.lifecycle.provision import default_name
@@ -49,7 +51,9 @@ def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bo
         confirm_or_stop(question(plan), "nothing rented: pass --yes to rent without a terminal to "
                                         "confirm on", yes=yes)
     names = names_for(base, len(plan.chosen))
-    with board_for(list(zip(names, [s.label for s in plan.chosen])), output.as_json, quiet) as board:
+    spent = spent_on(names, time.time())
+    with board_for(list(zip(names, [s.label for s in plan.chosen])), output.as_json, quiet, plan.budget,
+                   spent) as board:
         if yes:
             board.say(plan.one_line())
         result = bench_across(plan, base, store, board.say, board.echo_for,

@@ -209,3 +209,21 @@ def test_a_small_scripts_times_and_costs_read_in_finer_units_and_a_tie_is_said(c
     costs = [calibrate_cost for calibrate_cost in (r["cost_text"] for r in doc["predictions"] if r["dollars"])]
     ties = costs.count(costs[0]) - 1
     assert ties > 0 and advice.startswith(f"Cheapest (tied at {costs[0]} with {ties} other")
+
+
+def test_at_80_columns_advise_and_offers_keep_their_predicted_columns(cloud, cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = advise(cli, tmp_path, "resnet-ddp", "--gpus", "1,8", "--limit", "5")
+    assert code == 0, err
+    header = out.splitlines()[1].split()
+    assert {"gpu", "gpus", "time", "cost", "basis", "front"} <= set(header)
+    assert max(len(ln) for ln in out.splitlines()[:-1]) <= 80       # the advice is a sentence
+    code, out, err = cli("advise", "gpt-ddp", "--gpus", "1,2", "--limit", "5", "--results", str(tmp_path),
+                         "--", "--params", "1.3B", "--precision", "bf16", "--batch-size", "1")
+    assert code == 0, err
+    assert {"strategy", "time", "cost", "basis", "front"} <= set(out.splitlines()[1].split())
+    code, out, err = cli("offers", "--workload", "resnet-ddp", "--limit", "5")
+    assert code == 0, err
+    header = out.splitlines()[0].split()
+    assert {"predicted", "time/epoch", "$/epoch", "basis", "gpu", "$/h"} <= set(header)
+    assert max(len(ln) for ln in out.splitlines()) <= 80
