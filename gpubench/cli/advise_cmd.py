@@ -80,7 +80,7 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     sharded = fsdp_where_ddp_cannot_fit(predictions, twin, records, work)
     predictions = ranked(mark_pareto(predictions + sharded), SORTS[sort])
     if not any(p.has_figure for p in predictions):
-        _nothing_predicted(subject, predictions, folded)
+        _nothing_predicted(subject, predictions)
     priced, dearer = within_budget(predictions, budget)
     if not any(p.has_figure for p in priced):
         cheapest = min((p for p in predictions if p.has_figure), key=lambda p: p.dollars)
@@ -119,7 +119,7 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     out(advice_sentence(a, work))
 
 
-def _nothing_predicted(subject, predictions, folded: int) -> None:
+def _nothing_predicted(subject, predictions) -> None:
     """No configuration has a figure: why, one line per GPU type, then what would fit
     where memory was the reason (UsageError)."""
     from gpubench.predict.fits import what_fits
@@ -128,8 +128,9 @@ def _nothing_predicted(subject, predictions, folded: int) -> None:
         err(line)
     hint = what_fits(subject, predictions)
     if hint:
-        raise UsageError(f"{subject.workload} {' '.join(subject.args)} fits none of the "
-                         f"{len(predictions)} configurations offered at the batch asked: {hint}".replace("  ", " "))
+        asked = " ".join([subject.workload, *subject.args])
+        raise UsageError(f"{asked} fits none of the {len(predictions)} configurations offered at the "
+                         f"batch asked: {hint}")
     raise UsageError("no configuration can be predicted (the reasons above)")
 
 
