@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from typing import Sequence
 
 from gpubench.table_fit import TableFit  # noqa: F401  (how callers say --wide, --columns)
@@ -36,9 +37,29 @@ def format_cell(value, digits: int = 3) -> str:
     return str(value)
 
 
+SMALLEST_DOLLARS = 1e-8     # less than this reads "<$0.00000001"
+
+
 def format_dollars(dollars: float) -> str:
-    """A cost to the cent; a fraction of a cent (a short mock or test run) to 4 places."""
-    return f"${dollars:.2f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.4f}"
+    """A cost to the cent; a fraction of a cent (a short mock or test run) to 4 places;
+    less than that to two significant digits ('$0.0000056'): never '$0.0000' for a cost
+    that is not nothing."""
+    if dollars >= 0.01 or dollars <= 0:
+        return f"${dollars:.2f}"
+    if dollars >= 0.0001:
+        return f"${dollars:.4f}"
+    if dollars < SMALLEST_DOLLARS:
+        return f"<${SMALLEST_DOLLARS:.8f}"
+    digits = 1 - math.floor(math.log10(dollars))
+    return f"${dollars:.{digits}f}"
+
+
+def say_flops(value: float) -> str:
+    """2048 -> '2.05 kFLOP', 1.87e6 -> '1.87 MFLOP', 3.1e9 -> '3.1 GFLOP'."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}FLOP"
+    return f"{value:.3g} FLOP"
 
 
 def render_rows(rows: list[dict], columns: list[tuple[str, str]], fmt: str,

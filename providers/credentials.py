@@ -20,14 +20,11 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import Callable, Literal, Protocol
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
 from gpubench.providers.common import MissingKeyError
-
-if TYPE_CHECKING:
-    from gpubench.providers.registry import ProviderEntry
 
 # A reader turns a credential file's text into a key, or None when it holds none.
 Reader = Callable[[Path], "str | None"]
@@ -133,7 +130,16 @@ def _usable(key: str, source: str) -> str:
     return key
 
 
-def api_key(entry: "ProviderEntry") -> str:
+class Keyed(Protocol):
+    """What this module reads of a provider's registry entry (registry.ProviderEntry),
+    named here so that the registry imports this module and not the other way round."""
+
+    name: str
+    key_var: str
+    key_files: tuple[KeyFile, ...]
+
+
+def api_key(entry: Keyed) -> str:
     """The first key found for the provider, or MissingKeyError naming where to put one."""
     found = _find_key(entry)
     if found is None:
@@ -142,19 +148,19 @@ def api_key(entry: "ProviderEntry") -> str:
     return _usable(key, source)
 
 
-def key_source(entry: "ProviderEntry") -> str | None:
+def key_source(entry: Keyed) -> str | None:
     """Where the provider's key would be read from ($VAR, a file, config.toml), or
     None when there is none: for saying whether a key is set, never what it is."""
     found = _find_key(entry)
     return None if found is None else found[1]
 
 
-def where_to_put_key(entry: "ProviderEntry") -> str:
+def where_to_put_key(entry: Keyed) -> str:
     return (f"set {entry.key_var}, or api_key under [{entry.name}] in "
             f"{paths.config_dir() / 'config.toml'}")
 
 
-def _find_key(entry: "ProviderEntry") -> tuple[str, str] | None:
+def _find_key(entry: Keyed) -> tuple[str, str] | None:
     """(key, where it was found) from the first source that has one."""
     if os.environ.get(entry.key_var, "").strip():
         return os.environ[entry.key_var].strip(), f"${entry.key_var}"

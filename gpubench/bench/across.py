@@ -137,6 +137,19 @@ def bench_across(plan: AcrossPlan, base: str, store: ResultsStore, echo: Echo,
     return AcrossResult(outcomes)
 
 
+def spent_on(names: list[str], since: float) -> Callable[[], float]:
+    """What every machine named in `names` launched since `since` has cost so far, the
+    ones thrown away included, as the ledger has it (a connection of its own per call:
+    a live display asks from its own thread)."""
+    from gpubench.store.ledger import Ledger
+
+    def spent() -> float:
+        with Ledger() as ledger:
+            return sum(r.cost() or 0.0 for r in ledger.entries(include_done=True)
+                       if r.name in names and (r.requested_at or 0) >= since)
+    return spent
+
+
 def _candidate(s: Shortlisted, name: str, store: ResultsStore, say: Echo, ledger, shared,
                started: float, ask: "Ask | None") -> CandidateOutcome:
     """One candidate's bench, rented again on another host while its runs all fail and

@@ -8,7 +8,9 @@ machine that never boots is replaced from). The order of choice: the predicted
 Pareto front first (no other candidate is predicted both faster and cheaper), then
 the others by predicted cost; a GPU type not yet chosen before a second offer of one
 chosen (the same card at another provider); candidates the model has no figure for
-last, cheapest first. Pure: the offers and predictions come in, the choice goes out.
+last, cheapest first. A candidate whose cards the memory model says cannot hold the
+workload at its batch is never chosen: renting it would only measure an out-of-memory
+error. Pure: the offers and predictions come in, the choice goes out.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from gpubench.errors import UsageError
 from gpubench.format import format_dollars, spoken
 from gpubench.lifecycle.budget import BudgetError
-from gpubench.predict.advise import Prediction
+from gpubench.predict.advise import NO_FIT, Prediction
 from gpubench.providers.common import Offer
 from gpubench.providers.gpus import gpu_matches, offer_vram_gb
 
@@ -83,14 +85,17 @@ def check_count(k: int) -> None:
 
 
 def choose(candidates: list[Candidate], k: int, gpu_type: str | None = None,
-           max_price: float | None = None, nothing_else: str = "") -> list[Candidate]:
-    """The K most worth measuring, in the order they were chosen (see the module).
-    CandidateError naming what matched when fewer than K do; `nothing_else` ends it
-    (why some provider had none)."""
+           max_price: float | None = None, nothing_else: str = "", what_fits: str = "") -> list[Candidate]:
+    """The K most worth measuring, in the order they were chosen (see the module), of
+    those whose cards hold the workload. CandidateError naming what matched when fewer
+    than K do; `nothing_else` ends it (why some provider had none), `what_fits` says
+    what would fit where cards were too small."""
     check_count(k)
-    fit = [c for c in candidates if matches(c, gpu_type, max_price)]
+    matched = [c for c in candidates if matches(c, gpu_type, max_price)]
+    fit = [c for c in matched if c.prediction.basis != NO_FIT]
     if k > len(fit):
-        raise CandidateError(_too_few(k, fit, gpu_type, max_price, nothing_else))
+        small = [c for c in matched if c.prediction.basis == NO_FIT]
+        raise CandidateError(_too_few(k, fit, small, gpu_type, max_price, nothing_else, what_fits))
     left = sorted(fit, key=Candidate.sort_key)
     chosen: list[Candidate] = []
     types: set[str] = set()
@@ -102,16 +107,24 @@ def choose(candidates: list[Candidate], k: int, gpu_type: str | None = None,
     return chosen
 
 
-def _too_few(k: int, fit: list[Candidate], gpu_type: str | None, max_price: float | None,
-             nothing_else: str) -> str:
+def _too_few(k: int, fit: list[Candidate], small: list[Candidate], gpu_type: str | None,
+             max_price: float | None, nothing_else: str, what_fits: str) -> str:
     filters = [f for f in (f"--gpu-type {gpu_type}" if gpu_type else "",
                            f"--max-price {max_price:g}" if max_price is not None else "") if f]
     within = f" within {' and '.join(filters)}" if filters else ""
-    if not fit:
+    types = ", ".join(dict.fromkeys(c.gpu_type for c in small))
+    if not fit and small:
+        said = (f"--candidates {k}: the memory model says none of the {len(small)} offer(s) that match{within} "
+                f"can hold the workload at its batch ({types})" + (f": {what_fits}" if what_fits else ""))
+    elif not fit:
         said = f"--candidates {k}: no offer matches{within}"
     else:
-        said = (f"--candidates {k}: only {len(fit)} offer(s) match{within}: "
+        holds = " and hold the workload" if small else ""
+        said = (f"--candidates {k}: only {len(fit)} offer(s) match{within}{holds}: "
                 f"{spoken([c.label for c in sorted(fit, key=Candidate.sort_key)], 'and')}")
+        if small:
+            said += (f"; {len(small)} more cannot hold it at its batch ({types})"
+                     + (f": {what_fits}" if what_fits else ""))
     return said + (f" ({nothing_else})" if nothing_else else "")
 
 

@@ -103,7 +103,7 @@ def _rent_and_sweep(req: BenchRequest, plan: BenchPlan, offers: list, name: str,
     facts.update({k: v for k, v in (("host_id", result.host_id),
                                     ("instance_id", result.instance_id)) if v is not None})
     sweep_on(host_from_entry(outcome.entry), lambda machine: sweep_points(machine, CountsAsked(gpus=req.counts)),
-             req, WithHostFacts(WithPredictions(store, outcome.offer), facts), echo, result,
+             req, WithHostFacts(WithPredictions(store, outcome.offer, plan.kept), facts), echo, result,
              budget.watch(ledger) if isinstance(budget, SharedBudget)
              else spending_for(ledger, outcome.entry.row_id, budget),
              force=req.force or req.hosts > 1,   # with --hosts, each host is measured

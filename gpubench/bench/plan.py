@@ -38,6 +38,9 @@ class BenchPlan:
     hosts: int = 1
     forecast: "Forecast | None" = None    # each run's predicted seconds on the plan's offer
     max_price: float | None = None        # --max-price
+    # The prediction each record keeps, made before renting: (workload, gpus, nodes) ->
+    # predicted_* fields; None: each record's is made from the records written before it.
+    kept: dict | None = None
 
     @property
     def replacement_ceiling(self) -> float:

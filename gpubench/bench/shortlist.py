@@ -14,10 +14,12 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from gpubench.bench.candidates import Candidate, check_count, choose, group_offers, refuse_over_budget
-from gpubench.bench.plan import BenchPlan, checked_budget, machine_plan, provision_request, stops_itself
+from gpubench.bench.plan import (BenchPlan, checked_budget, machine_plan, planned_points, provision_request,
+                                 stops_itself)
 from gpubench.bench.request import BenchRequest
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.format import format_dollars
+from gpubench.predict.advise import NO_FIT
 
 Echo = Callable[[str], None]
 ALL = "all"
@@ -83,7 +85,9 @@ class AcrossPlan:
         """The plan in one line (what --yes says instead of asking)."""
         machines = "; ".join(f"{s.label} at {format_dollars(s.candidate.offer.price_per_hour)}/h, "
                              f"about {format_dollars(s.plan.estimate.dollars)}" for s in self.chosen)
-        return f"renting {len(self.chosen)} candidates at once: {machines}; {self.summary()}"
+        n = len(self.chosen)
+        return f"renting {n} candidates at once: {machines}; {self.summary()}" if n > 1 else \
+            f"renting 1 candidate: {machines}; {self.summary()}"
 
 
 def parse_providers(text: str) -> list[str]:
@@ -110,16 +114,41 @@ def plan_across(req: BenchRequest, providers: list[str], k: int, echo: Echo) -> 
     if not listed:
         raise UsageError("no provider to bench on: " + "; ".join(left_out + none_fit))
     offers = [o for _, found in listed.values() for o in found]
-    candidates = predicted(req, group_offers(offers), echo)
-    chosen = choose(candidates, k, req.gpu_type, req.max_price, "; ".join(none_fit))
-    planned = [_planned(req, c, listed[c.provider][0], ceiling) for c in chosen]
+    from gpubench.predict.records import records_for_prediction
+
+    records = records_for_prediction(req.results)[0]       # as they stand before anything is rented
+    hints: list[str] = []
+    candidates = predicted(req, group_offers(offers), echo, hints, records)
+    chosen = choose(candidates, k, req.gpu_type, req.max_price, "; ".join(none_fit), "; ".join(hints))
+    planned = [_planned(req, c, listed[c.provider][0], ceiling, records) for c in chosen]
     refuse_over_budget([(s.label, s.plan.estimate.dollars) for s in planned], ceiling)
     return AcrossPlan(planned, ceiling, left_out)
 
 
-def _planned(req: BenchRequest, c: Candidate, prov, ceiling: float | None) -> Shortlisted:
+def _planned(req: BenchRequest, c: Candidate, prov, ceiling: float | None, records: list[dict]) -> Shortlisted:
     mine = replace(req, provider=c.provider, hosts=1, parallel=False)
-    return Shortlisted(c, mine, machine_plan(mine, prov, list(c.offers), ceiling, refuse=False))
+    plan = machine_plan(mine, prov, list(c.offers), ceiling, refuse=False)
+    plan.kept = kept_predictions(mine, c.offer, records)
+    return Shortlisted(c, mine, plan)
+
+
+def kept_predictions(req: BenchRequest, offer, records: list[dict]) -> dict:
+    """The prediction each of the candidate's records will keep, made now, before
+    renting, from the records as they stand: (workload, gpus, nodes) -> predicted_*
+    fields, at every point its sweeps will run. At the offer's own count it is the
+    figure the question shows."""
+    from gpubench.predict.for_records import gpu_fields
+    from gpubench.suite import args_for
+
+    kept = {}
+    for ref in req.workloads:
+        if not ref.in_suite or ref.name == "allreduce":     # a bandwidth test has no throughput to predict
+            continue
+        args = tuple(args_for(ref, req.workload_args, req.per_workload_args))
+        for point in planned_points(offer.gpu_count or req.gpus, req):
+            kept[(ref.name, point.world_size, point.nodes)] = gpu_fields(ref.name, args, offer, point.world_size,
+                                                                         point.nodes, records)
+    return kept
 
 
 def _offers_of(req: BenchRequest, providers: list[str]) -> tuple[dict, list[str], list[str]]:
@@ -145,20 +174,25 @@ def _offers_of(req: BenchRequest, providers: list[str]) -> tuple[dict, list[str]
     return listed, left_out, none_fit
 
 
-def predicted(req: BenchRequest, groups: list[tuple], echo: Echo) -> list[Candidate]:
+def predicted(req: BenchRequest, groups: list[tuple], echo: Echo, what_fits: list[str] | None = None,
+              records: list[dict] | None = None) -> list[Candidate]:
     """A Candidate per group of offers: an epoch of each workload predicted on its
     cheapest offer, summed, the Pareto front marked; no figure where any workload has
-    none (a workload nothing is known of leaves every candidate without one)."""
+    none (a workload nothing is known of leaves every candidate without one), and "does
+    not fit" where any workload's memory does not fit the card. Where cards were too
+    small, what would fit is added to `what_fits`, a line per workload."""
     from gpubench.predict.advise import mark_pareto
     from gpubench.predict.records import records_for_prediction
 
-    records = records_for_prediction(req.results)[0]
+    if records is None:
+        records = records_for_prediction(req.results)[0]
     firsts = [g[0] for g in groups]
-    per_workload = [_for_workload(req, ref, firsts, records, echo) for ref in req.workloads]
+    per_workload = [_for_workload(req, ref, firsts, records, echo, what_fits) for ref in req.workloads]
     combined = []
     for i, offer in enumerate(firsts):
         mine = [preds[i] for preds in per_workload]
-        missing = next((p for p in mine if not p.has_figure), None)
+        missing = next((p for p in mine if p.basis == NO_FIT), None) or \
+            next((p for p in mine if not p.has_figure), None)
         if not mine:
             combined.append(_no_figure(offer))
         elif missing is not None:
@@ -169,9 +203,11 @@ def predicted(req: BenchRequest, groups: list[tuple], echo: Echo) -> list[Candid
     return [Candidate(p, g) for p, g in zip(mark_pareto(combined), groups)]
 
 
-def _for_workload(req: BenchRequest, ref, offers: list, records: list[dict], echo: Echo) -> list:
+def _for_workload(req: BenchRequest, ref, offers: list, records: list[dict], echo: Echo,
+                  what_fits: list[str] | None = None) -> list:
     """Each offer's prediction for an epoch of `ref` (no figure where nothing is known of it)."""
     from gpubench.predict.advise import for_offers
+    from gpubench.predict.fits import what_fits as fitting
     from gpubench.predict.subject import suite_subject, work_for
     from gpubench.suite import args_for
 
@@ -187,7 +223,11 @@ def _for_workload(req: BenchRequest, ref, offers: list, records: list[dict], ech
     except UsageError as e:
         echo(f"note: {ref.name}: no prediction ({e}); its candidates are chosen by price")
         return [_no_figure(o, str(e)) for o in offers]
-    return for_offers(subject, offers, records, work)
+    predictions = for_offers(subject, offers, records, work)
+    hint = fitting(subject, predictions)
+    if hint and what_fits is not None:
+        what_fits.append(hint if len(req.workloads) < 2 else f"{ref.name}: {hint}")
+    return predictions
 
 
 def _no_figure(offer, why: str | None = None):

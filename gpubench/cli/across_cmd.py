@@ -36,7 +36,9 @@ def check_flags(hosts: int, nodes: str | None, parallel: bool, keep: bool) -> No
 def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bool, quiet: bool,
                      store, refs) -> None:
     """Plan, ask, rent and sweep every candidate at once, report across them."""
-    from gpubench.bench.across import bench_across
+    import time
+
+    from gpubench.bench.across import bench_across, spent_on
     from gpubench.bench.shortlist import check_name, names_for, parse_providers, plan_across
     from gpubench.cli.board import board_for
     from gpubench.lifecycle.provision import default_name
@@ -49,7 +51,9 @@ def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bo
         confirm_or_stop(question(plan), "nothing rented: pass --yes to rent without a terminal to "
                                         "confirm on", yes=yes)
     names = names_for(base, len(plan.chosen))
-    with board_for(list(zip(names, [s.label for s in plan.chosen])), output.as_json, quiet) as board:
+    spent = spent_on(names, time.time())
+    with board_for(list(zip(names, [s.label for s in plan.chosen])), output.as_json, quiet, plan.budget,
+                   spent) as board:
         if yes:
             board.say(plan.one_line())
         result = bench_across(plan, base, store, board.say, board.echo_for,
@@ -61,7 +65,9 @@ def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bo
 
 def question(plan) -> str:
     """Every candidate on a line of its own, then the total and what confirming agrees to."""
-    lines = [f"Rent {len(plan.chosen)} machines at once, one per candidate, for this bench?"]
+    n = len(plan.chosen)
+    lines = [f"Rent {n} machines at once, one per candidate, for this bench?" if n > 1
+             else "Rent 1 machine, the one candidate, for this bench?"]
     lines += [f"  {i}. {s.describe()}" for i, s in enumerate(plan.chosen, start=1)]
     lines.append(f"  {plan.summary()}; each terminated at the end")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ import typer
 from gpubench.cli.completion import workload_names
 from gpubench.cli.options import (ROWS_SHOWN, FormatOpt, MachineSizesOpt, MaxPriceOpt, OffersGpuOpt,
                                   ResultsOpt, RowsOpt, WideOpt, WorkBudgetOpt, WorkloadArgsArg, table_fit)
-from gpubench.cli.render import check_format, err, out, render_rows
+from gpubench.cli.render import check_format, err, format_dollars, out, render_rows
 from gpubench.errors import UsageError
 
 WorkloadArg = Annotated[str, typer.Argument(
@@ -51,10 +51,10 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     from gpubench.launch.points import parse_counts
     from gpubench.lifecycle.budget import check_budget
     from gpubench.predict.advise import (advice, cheapest_of_each, configs, fsdp_where_ddp_cannot_fit,
-                                         mark_pareto, predict, ranked)
+                                         mark_pareto, predict, ranked, within_budget)
     from gpubench.predict.records import records_for_prediction
     from gpubench.predict.subject import sharded_subject, suite_subject, work_for
-    from gpubench.predict.words import COLUMNS, STRATEGY_COLUMN, advice_sentence, prediction_row
+    from gpubench.predict.words import ADVISE_KEEP, advice_sentence, prediction_row, table_columns
 
     check_format(fmt, ("table", "csv", "json", "markdown"))
     if sort not in SORTS:
@@ -79,30 +79,64 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     twin = sharded_subject(subject, records)
     sharded = fsdp_where_ddp_cannot_fit(predictions, twin, records, work)
     predictions = ranked(mark_pareto(predictions + sharded), SORTS[sort])
-    a = advice(predictions, deadline_s, budget)
-    rows = [prediction_row(p, i + 1) for i, p in enumerate(predictions)]
-    cap = ROWS_SHOWN if limit is None and fmt in ("table", "markdown") else limit   # as ROWS_HELP says
+    if not any(p.has_figure for p in predictions):
+        _nothing_predicted(subject, predictions)
+    priced, dearer = within_budget(predictions, budget)
+    if not any(p.has_figure for p in priced):
+        cheapest = min((p for p in predictions if p.has_figure), key=lambda p: p.dollars)
+        raise UsageError(f"no configuration is predicted within the budget of {format_dollars(budget)}: "
+                         f"the cheapest, {cheapest.config.label}, about {format_dollars(cheapest.dollars)} "
+                         f"for {work.what}")
+    people = fmt in ("table", "markdown")
+    listed = [p for p in priced if p.has_figure] if people else priced
+    a = advice(priced, deadline_s, budget)
+    rows = [prediction_row(p, i + 1) for i, p in enumerate(listed)]
+    cap = ROWS_SHOWN if limit is None and people else limit   # as ROWS_HELP says
     shown = rows[:cap] if cap else rows
     if fmt == "json":
         out(json.dumps({"workload": subject.workload, "args": list(subject.args),
                         "work": {"units": work.units, "what": work.what, "unit": subject.unit},
                         "predictions": shown, "advice": advice_sentence(a, work)}, indent=2))
         _say_more(rows, shown)
+        _say_dearer(dearer, budget)
         return
-    columns = COLUMNS if fmt in ("table", "markdown") else [(k, k) for k in rows[0] if k.endswith("_text") is False]
-    if sharded and fmt in ("table", "markdown"):
-        columns = columns[:5] + [STRATEGY_COLUMN] + columns[5:]
-    out(render_rows(shown, columns, fmt, title=f"{subject.workload}: {work.what}, predicted",
-                    keep=["gpu", "gpus", "cost", "time"], fit=table_fit(wide, None)))
+    columns = table_columns(listed, bool(sharded)) if people else \
+        [(k, k) for k in rows[0] if k.endswith("_text") is False]
+    out(render_rows(shown, columns, fmt, title=f"{subject.workload}: {work.title}, predicted",
+                    keep=ADVISE_KEEP, fit=table_fit(wide, None)))
     _say_more(rows, shown)
     if folded:
         err(f"{folded} dearer offer(s) of a GPU type and size already listed are left out")
-    for line in left_out_lines(predictions):
+    _say_dearer(dearer, budget)
+    no_figure = len(priced) - len(listed)
+    if no_figure:
+        err(f"{no_figure} configuration(s) with no figure are left out of the table:")
+    for line in left_out_lines(priced):
         err(line)
     if sharded:
         err(f"strategy FSDP: the same model as {twin.workload}, on the {len(sharded)} configuration(s) "
             f"where DDP cannot hold it")
     out(advice_sentence(a, work))
+
+
+def _nothing_predicted(subject, predictions) -> None:
+    """No configuration has a figure: why, one line per GPU type, then what would fit
+    where memory was the reason (UsageError)."""
+    from gpubench.predict.fits import what_fits
+
+    for line in left_out_lines(predictions):
+        err(line)
+    hint = what_fits(subject, predictions)
+    if hint:
+        asked = " ".join([subject.workload, *subject.args])
+        raise UsageError(f"{asked} fits none of the {len(predictions)} configurations offered at the "
+                         f"batch asked: {hint}")
+    raise UsageError("no configuration can be predicted (the reasons above)")
+
+
+def _say_dearer(dearer: int, budget: float | None) -> None:
+    if dearer:
+        err(f"{dearer} configuration(s) dearer than the budget of {format_dollars(budget)} are left out")
 
 
 def _say_more(rows: list, shown: list) -> None:

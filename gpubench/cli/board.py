@@ -15,10 +15,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
+from rich.text import Text
 
-from gpubench.cli.progress import PLAIN_EVERY_S, LiveDisplay, RunState, clock_text, status_line
+from gpubench.cli.progress import (PLAIN_EVERY_S, LiveDisplay, RunState, clock_text, fitted_status,
+                                   status_line, status_parts)
+from gpubench.format import format_dollars
 from gpubench.sweep.events import RunStarted, RunStep
 
 Echo = Callable[[str], None]
@@ -35,10 +38,13 @@ class Row:
     run: RunState | None = None
     plain_step_at: float = float("-inf")
 
-    def state(self, now: float, started_at: float) -> tuple[str, str]:
-        """(how long it has been at it, what it is at)."""
+    def state(self, now: float, started_at: float, width: int | None = None) -> tuple[str, str]:
+        """(how long it has been at it, what it is at), the latter fitted to `width`
+        (the rate, ETA and money spent kept longest)."""
         if self.run is not None:
-            return clock_text(now - self.run.since), status_line(self.run, now, now - started_at)
+            parts = status_parts(self.run, now, now - started_at)
+            said = fitted_status(parts, width) if width else status_line(self.run, now, now - started_at)
+            return clock_text(now - self.run.since), said
         return clock_text(now - self.since), self.said
 
 
@@ -48,9 +54,13 @@ class Board(LiveDisplay):
     def __init__(self, machines: list[tuple[str, str]], console: Console | None = None,
                  quiet: bool = False, live: bool | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 plain_every_s: float = PLAIN_EVERY_S) -> None:
+                 plain_every_s: float = PLAIN_EVERY_S, budget: float | None = None,
+                 spent: Callable[[], float | None] | None = None) -> None:
         super().__init__(console, quiet, live, clock, plain_every_s)
         self.rows = {name: Row(name, label, since=self.started_at) for name, label in machines}
+        self.budget = budget
+        self._spent = spent                # every machine of the bench so far, thrown-away ones too
+        self._spent_read: tuple[float, float | None] = (float("-inf"), None)   # (when, dollars)
 
     # ------------------------------------------------------------------ input
     def say(self, line: str) -> None:
@@ -88,21 +98,69 @@ class Board(LiveDisplay):
         self.console.print(text, markup=False, highlight=False)
 
     # ------------------------------------------------------------------ live rendering
-    def __rich__(self) -> Table:
+    def __rich__(self) -> Group:
+        """A row per machine: its name, its candidate, for how long, and what it is at;
+        where the terminal is too narrow for what it is at to keep its rate, ETA and money
+        spent on the same line, that goes on a line of its own under the row. Then the
+        money spent on all of them against the budget."""
         with self._lock:
             now = self.clock()
-            table = Table.grid(padding=(0, 2))
-            for width in (max(len(r.name) for r in self.rows.values()),
-                          max(len(r.label) for r in self.rows.values())):
+            rows = list(self.rows.values())
+            clocks = [r.state(now, self.started_at)[0] for r in rows]
+            widths = [max(len(r.name) for r in rows), max(len(r.label) for r in rows), max([5, *map(len, clocks)])]
+            room = self.console.width - sum(widths) - 3 * PADDING
+            states = [r.state(now, self.started_at, room)[1] for r in rows]
+            table = Table.grid(padding=(0, PADDING))
+            for width in widths[:2]:
                 table.add_column(no_wrap=True, min_width=width)    # the state gives way, not these
-            table.add_column(no_wrap=True, justify="right", min_width=5)
-            table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
-            for row in self.rows.values():
-                table.add_row(row.name, row.label, *row.state(now, self.started_at))
-            return table
+            table.add_column(no_wrap=True, justify="right", min_width=widths[2])
+            if all(len(state) <= room for state in states):
+                table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+                for row, clock, state in zip(rows, clocks, states):
+                    table.add_row(row.name, row.label, clock, state)
+                parts = [table]
+            else:
+                under = self.console.width - len(UNDER)
+                parts = []
+                for row, clock in zip(rows, clocks):
+                    line = Table.grid(padding=(0, PADDING))
+                    for width in widths[:2]:
+                        line.add_column(no_wrap=True, min_width=width)
+                    line.add_column(no_wrap=True, justify="right", min_width=widths[2])
+                    line.add_row(row.name, row.label, clock)
+                    parts += [line, Text(UNDER + row.state(now, self.started_at, under)[1], no_wrap=True,
+                                         overflow="ellipsis")]
+            total = self.total_line(now)
+            if total:
+                parts.append(Text(total, no_wrap=True, overflow="ellipsis"))
+            return Group(*parts)
+
+    def total_line(self, now: float) -> str | None:
+        """'spent $0.42 of the $5.00 budget on all the machines' (read at most every
+        SPENT_EVERY_S); None where nothing says what was spent."""
+        if self._spent is None:
+            return None
+        when, dollars = self._spent_read
+        if now - when >= SPENT_EVERY_S:
+            try:
+                dollars = self._spent()
+            except Exception:   # a figure on a display never stops the bench
+                dollars = None
+            self._spent_read = (now, dollars)
+        if dollars is None:
+            return None
+        of = f" of the {format_dollars(self.budget)} budget" if self.budget is not None else ""
+        return f"spent {format_dollars(dollars)}{of} on all the machines"
 
 
-def board_for(machines: list[tuple[str, str]], as_json: bool, quiet: bool) -> Board:
+PADDING = 2
+UNDER = "    "          # what a machine is at, on a line of its own under its row
+SPENT_EVERY_S = 2.0     # the ledger read for the total at most this often
+
+
+def board_for(machines: list[tuple[str, str]], as_json: bool, quiet: bool, budget: float | None = None,
+              spent: Callable[[], float | None] | None = None) -> Board:
     """The board for a command: on stdout for people, on stderr when stdout carries one
-    JSON document for a program."""
-    return Board(machines, Console(stderr=as_json, highlight=False, soft_wrap=True), quiet=quiet)
+    JSON document for a program; its last line the money spent (`spent`) against `budget`."""
+    return Board(machines, Console(stderr=as_json, highlight=False, soft_wrap=True), quiet=quiet,
+                 budget=budget, spent=spent)

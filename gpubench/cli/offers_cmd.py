@@ -26,6 +26,10 @@ PREDICTED_SORTS = {"cost-per-epoch": ("cheapest epoch first (needs --workload)",
                    "time-per-epoch": ("fastest epoch first (needs --workload)", "time")}
 PREDICTED_COLUMNS = [("predicted", "predicted"), ("epoch_time", "time/epoch"),
                      ("epoch_cost", "$/epoch"), ("basis", "basis")]
+# With --workload the offers are read for what an epoch takes on each: in a narrow
+# terminal the machine, its price and the predicted columns stay, the host's details go.
+PREDICTED_KEEP = ["provider", "gpu", "count", "price_per_hour", "epoch_time", "epoch_cost", "basis",
+                  "predicted", "vram_gb", "region"]
 
 
 def _sort_help() -> str:
@@ -102,7 +106,7 @@ def offers(
     if predicted is not None and not fit.columns:
         chosen = chosen + (PREDICTED_COLUMNS if people else [(k, k) for k, _ in PREDICTED_COLUMNS])
     if rows or not people:
-        out(render_rows(rows, chosen, fmt, fit=fit))
+        out(render_rows(rows, chosen, fmt, fit=fit, keep=PREDICTED_KEEP if predicted is not None else ()))
     if cut:
         err(cut)
     if any(o.interruptible for o in shown):

@@ -75,7 +75,7 @@ BudgetOpt = Annotated[Optional[float], typer.Option("--budget", help=BUDGET_HELP
 # What a prediction considers (advise): machine sizes, and the most the work may cost.
 MACHINE_SIZES_HELP = ("GPUs per machine to consider, e.g. 1,2,4,8 [default: every size offered; "
                       "1, 2, 4 and 8 where any count can be rented].")
-WORK_BUDGET_HELP = "The most the work may cost, in dollars: dearer configurations are not advised."
+WORK_BUDGET_HELP = "The most the work may cost, in dollars: dearer configurations are left out."
 MachineSizesOpt = Annotated[Optional[str], typer.Option("--gpus", help=MACHINE_SIZES_HELP)]
 WorkBudgetOpt = Annotated[Optional[float], typer.Option("--budget", help=WORK_BUDGET_HELP)]
 

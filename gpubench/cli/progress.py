@@ -70,29 +70,52 @@ def status_line(run: RunState, now: float, spent_s: float, named: bool = True) -
     """One line for a run: 'run 2 of 6 · mnist-ddp · 2 gpus · step 20/50 · 812.4 samples/s
     · 0:05 elapsed · ETA 0:07 · $0.01 spent · GPU 87% 1.2 GB'; from 'step' on when not
     `named` (a plain line, whose prefix names the run)."""
+    return " · ".join(text for _, text in status_parts(run, now, spent_s, named))
+
+
+# What a narrow line gives up first (highest first): the time elapsed (a board shows it
+# in its own column), the GPU's load, then what names the run; the step, its rate, the
+# ETA and the money spent stay longest.
+DROP_ORDER = {"elapsed": 6, "gpu": 5, "workload": 4, "run": 3, "where": 2}
+
+
+def status_parts(run: RunState, now: float, spent_s: float, named: bool = True) -> list[tuple[str, str]]:
+    """status_line's parts in order, each as (what it is, its text)."""
     started, step = run.started, run.step
-    parts = [f"run {started.index} of {started.total}", started.workload, started.where] if named else []
+    parts = [("run", f"run {started.index} of {started.total}"), ("workload", started.workload),
+             ("where", started.where)] if named else []
     if step is None:
-        parts.append("starting")
+        parts.append(("step", "starting"))
     else:
         warm = "warm-up " if step.phase == "warmup" else ""
-        parts.append(f"{warm}step {step.step}/{step.total}")
+        parts.append(("step", f"{warm}step {step.step}/{step.total}"))
         if step.rate is not None:
-            parts.append(f"{step.rate:,.1f} {step.unit}")
-    parts.append(f"{clock_text(now - run.since)} elapsed")
+            parts.append(("rate", f"{step.rate:,.1f} {step.unit}"))
+    parts.append(("elapsed", f"{clock_text(now - run.since)} elapsed"))
     if step is not None and step.phase == "measure":
-        parts.append(f"ETA {clock_text(eta_seconds(step, now - run.step_at))}")
+        parts.append(("eta", f"ETA {clock_text(eta_seconds(step, now - run.step_at))}"))
     spent = spent_dollars(started.price_per_hour, spent_s)
     if spent is not None:
-        parts.append(f"${spent:,.2f} spent")
+        parts.append(("spent", f"${spent:,.2f} spent"))
     if step is not None and (step.gpu_util is not None or step.gpu_mem is not None):
         gpu = "GPU"
         if step.gpu_util is not None:
             gpu += f" {step.gpu_util:.0f}%"
         if step.gpu_mem is not None:
             gpu += f" {step.gpu_mem / 1e9:.1f} GB"
-        parts.append(gpu)
-    return " · ".join(parts)
+        parts.append(("gpu", gpu))
+    return parts
+
+
+def fitted_status(parts: list[tuple[str, str]], width: int) -> str:
+    """The parts joined, giving up those DROP_ORDER names (first the highest) until the
+    line fits `width`."""
+    kept = list(parts)
+    for kind in sorted(DROP_ORDER, key=DROP_ORDER.get, reverse=True):
+        if len(" · ".join(t for _, t in kept)) <= width:
+            break
+        kept = [p for p in kept if p[0] != kind]
+    return " · ".join(t for _, t in kept)
 
 
 class LiveDisplay:

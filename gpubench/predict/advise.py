@@ -35,6 +35,12 @@ class Work:
 
     units: float
     what: str                    # "1 epoch", "3 epochs", "1,000,000 samples"
+    detail: str = ""             # what an epoch is: "9.04 billion OpenWebText tokens"
+
+    @property
+    def title(self) -> str:
+        """'1 epoch (9.04 billion OpenWebText tokens)': what the figures are for."""
+        return f"{self.what} ({self.detail})" if self.detail else self.what
 
 
 @dataclass(frozen=True)
@@ -258,16 +264,31 @@ class Advice:
     within_deadline: Prediction | None
     deadline_s: float | None
     budget: float | None
+    tied_cheapest: int = 0       # others whose cost reads the same as the cheapest's
 
 
 def advice(predictions: list[Prediction], deadline_s: float | None = None,
            budget: float | None = None) -> Advice:
+    from gpubench.format import format_dollars
+
     usable = [p for p in predictions if p.has_figure and (budget is None or p.dollars <= budget)]
     cheapest = min(usable, key=lambda p: (p.dollars, p.seconds), default=None)
     fastest = min(usable, key=lambda p: (p.seconds, p.dollars), default=None)
     meets = [p for p in usable if deadline_s is not None and p.seconds <= deadline_s]
     within = min(meets, key=lambda p: (p.dollars, p.seconds), default=None)
-    return Advice(cheapest, fastest, within, deadline_s, budget)
+    # a tie as the user reads it: the same cost as printed
+    ties = 0 if cheapest is None else sum(
+        1 for p in usable if p is not cheapest and format_dollars(p.dollars) == format_dollars(cheapest.dollars))
+    return Advice(cheapest, fastest, within, deadline_s, budget, ties)
+
+
+def within_budget(predictions: list[Prediction], budget: float | None) -> tuple[list[Prediction], int]:
+    """The predictions less those predicted dearer than `budget` (those with no figure
+    stay, to say why), and how many were left out."""
+    if budget is None:
+        return list(predictions), 0
+    kept = [p for p in predictions if not p.has_figure or p.dollars <= budget]
+    return kept, len(predictions) - len(kept)
 
 
 def for_offers(subject: Subject, offers: list[Offer], records: list[dict], work: Work) -> list[Prediction]:

@@ -25,6 +25,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench.format import say_flops
 from gpubench.predict import gpu_specs, ops
 from gpubench.predict.model import DATASHEET, MEASURED, PUBLISHED, SCALED, Figure
 from gpubench.predict.workload_profiles import WorkloadProfile
@@ -144,7 +145,7 @@ def seconds_per_unit(profile: WorkloadProfile | None, workload: str, args: tuple
     peak = gpu_specs.peak_tflops(spec, rate_kind(workload, precision))
     if profile is not None and peak:
         return Figure(profile.flops_per_sample / (peak * 1e12 * ASSUMED_MFU), DATASHEET,
-                      f"datasheet: {profile.flops_per_sample / 1e9:,.2f} GFLOP per {unit_word(profile.unit)} "
+                      f"datasheet: {say_flops(profile.flops_per_sample)} per {unit_word(profile.unit)} "
                       f"at {peak:g} TFLOP/s {rate_kind(workload, precision)}, {MFU_SOURCE}")
     return None
 

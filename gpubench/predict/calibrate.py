@@ -25,6 +25,7 @@ from typing import Callable
 
 from gpubench import paths, suite
 from gpubench.errors import UsageError
+from gpubench.format import say_flops
 from gpubench.launch.base import SweepPoint
 from gpubench.launch.failures import last_words
 from gpubench.launch.local import LocalLauncher
@@ -112,7 +113,7 @@ def calibration_for(ref: WorkloadRef, args: tuple, say: Callable[[str], None]) -
     say(f"calibration: running {ref.name} for {STEPS} steps on this machine's CPU (once per "
         "version of the script)")
     cal = run_calibration(ref, args)
-    say(f"calibration: {flops(cal.flops_per_sample)} per sample at a batch of {cal.batch}, "
+    say(f"calibration: {say_flops(cal.flops_per_sample)} per sample at a batch of {cal.batch}, "
         f"{size(cal.grad_bytes)} of gradients ({cal.seconds:.0f} s)")
     if key:
         keep(key, ref, args, cal)
@@ -189,14 +190,6 @@ def from_report(name: str, report: dict, seconds: float, said: str = "") -> Cali
                        found.get("cpu_step_s"), int(steps), found.get("flops_window") == "step",
                        datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), round(seconds, 1),
                        found.get("saved_bytes"), found.get("optimizer"))
-
-
-def flops(value: float) -> str:
-    """2048 -> '2.05 kFLOP', 3.1e9 -> '3.1 GFLOP'."""
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}FLOP"
-    return f"{value:.3g} FLOP"
 
 
 def size(nbytes: int) -> str:

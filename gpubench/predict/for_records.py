@@ -52,14 +52,20 @@ def _fields(throughput: float | None, uncertainty: float, basis: str, bound_by: 
 
 
 def _on_gpu(record: dict, earlier: list[dict], offer: Offer | None) -> dict:
-    try:
-        subject = suite_subject(record["workload"], tuple(record.get("workload_args") or ()), earlier)
-    except NoSubject:
-        return _fields(None, 0.0, NO_BASIS, None)
     gpus, nodes = record["gpu_count"], record.get("nodes") or 1
     offer = offer or Offer(str(record.get("provider") or ""), "", str(record.get("gpu_name") or ""),
                            max(gpus // nodes, 1), float(record.get("price_per_hour") or 0.0))
-    p = predict(subject, Config(offer, gpus, nodes, 0.0), earlier, Work(1.0, "one unit"))
+    return gpu_fields(record["workload"], tuple(record.get("workload_args") or ()), offer, gpus, nodes, earlier)
+
+
+def gpu_fields(workload: str, args: tuple, offer: Offer, gpus: int, nodes: int, records: list[dict]) -> dict:
+    """The predicted_* fields of `workload` at `args` on `gpus` GPUs of `offer`'s type over
+    `nodes` machines, from `records`: advise's figure, whatever runs the workload."""
+    try:
+        subject = suite_subject(workload, args, records)
+    except NoSubject:
+        return _fields(None, 0.0, NO_BASIS, None)
+    p = predict(subject, Config(offer, gpus, nodes, 0.0), records, Work(1.0, "one unit"))
     return _fields(p.throughput, p.uncertainty, p.basis, p.bound_by or None)
 
 

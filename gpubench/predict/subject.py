@@ -12,6 +12,10 @@ from gpubench.predict.model import MEASURED, Figure
 from gpubench.predict.workload_profiles import profile_for
 
 FSDP_WORKLOADS = {"gpt-fsdp"}
+# What the suite's epoch goes through (workloads/profiles.json's epoch_samples counts it).
+EPOCH_OF = {"mnist-ddp": "MNIST images", "resnet-ddp": "ImageNet images",
+            "gpt-ddp": "OpenWebText tokens", "gpt-fsdp": "OpenWebText tokens",
+            "recsys-ddp": "MovieLens ratings"}
 SHARDED_TWIN = {"gpt-ddp": "gpt-fsdp"}     # the same model and flags, trained under FSDP
 
 
@@ -98,4 +102,14 @@ def work_for(subject: Subject, epochs: float | None, samples: float | None) -> W
     per_epoch = subject.profile.epoch_samples if subject.profile else None
     if not per_epoch:
         raise UsageError(f"{subject.workload}: the size of an epoch is not known; give --samples N")
-    return Work(epochs * per_epoch, f"{epochs:g} epoch" + ("" if epochs == 1 else "s"))
+    epoch = f"{say_count(per_epoch)} {EPOCH_OF.get(subject.workload, word)}"
+    return Work(epochs * per_epoch, f"{epochs:g} epoch" + ("" if epochs == 1 else "s"),
+                epoch if epochs == 1 else f"{epoch} an epoch")
+
+
+def say_count(n: float) -> str:
+    """9035582198 -> '9.04 billion', 1281167 -> '1.28 million', 60000 -> '60,000'."""
+    for scale, word in ((1e9, "billion"), (1e6, "million")):
+        if n >= scale:
+            return f"{n / scale:.3g} {word}"
+    return f"{n:,.0f}"

@@ -11,10 +11,30 @@ COLUMNS = [("rank", "#"), ("provider", "provider"), ("gpu", "gpu"), ("gpus", "gp
            ("time_text", "time"), ("cost_text", "cost"), ("speedup", "speedup"),
            ("efficiency", "eff"), ("basis", "basis"), ("pareto_mark", "front")]
 STRATEGY_COLUMN = ("strategy", "strategy")     # shown where the table mixes DDP and FSDP rows
+# What advise is for, kept longest in a narrow terminal: the configuration, what it takes
+# (time, cost), how sure that is (basis), whether it is worth it (the front); then where
+# and at what price, and last the scaling figures.
+ADVISE_KEEP = ["gpu", "gpus", "time_text", "cost_text", "basis", "pareto_mark", "nodes", "strategy",
+               "provider", "price_per_hour", "throughput_text", "rank", "speedup", "efficiency"]
+
+
+def table_columns(predictions: list[Prediction], mixed_strategies: bool) -> list[tuple[str, str]]:
+    """The advise table's columns: nodes only where a row spans more than one machine,
+    the strategy only where DDP and FSDP rows mix."""
+    columns = [c for c in COLUMNS if c[0] != "nodes" or any(p.config.nodes > 1 for p in predictions)]
+    if mixed_strategies:
+        at = [k for k, _ in columns].index("price_per_hour")
+        columns = columns[:at] + [STRATEGY_COLUMN] + columns[at:]
+    return columns
 
 
 def say_duration(seconds: float) -> str:
-    """'0.4 s', '40 s', '12 min', '2.5 h', '3.2 days'."""
+    """'45 µs', '3.2 ms', '40 ms', '0.4 s', '40 s', '12 min', '2.5 h', '3.2 days':
+    never '0.0 s' for a time too short for tenths of a second."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs" if seconds >= 1e-6 else "<1 µs"
+    if seconds < 0.1:
+        return f"{seconds * 1e3:.1f} ms" if seconds < 0.01 else f"{seconds * 1e3:.0f} ms"
     if seconds < 10:
         return f"{seconds:.1f} s"
     if seconds < 90:
@@ -41,13 +61,23 @@ def prediction_row(p: Prediction, rank: int | None = None) -> dict:
         # The time is inversely proportional to throughput: its range is 1/(1±u).
         u = p.uncertainty
         row["throughput_text"] = f"{p.throughput:,.0f}/s ±{u:.0%}"
-        row["time_text"] = f"{say_duration(p.seconds)} ({say_duration(p.seconds / (1 + u))}-" \
-                           f"{say_duration(p.seconds / max(1 - u, 0.05))})"
+        row["time_text"] = (f"{say_duration(p.seconds)} "
+                            f"({say_range(p.seconds / (1 + u), p.seconds / max(1 - u, 0.05))})")
         row["cost_text"] = format_dollars(p.dollars)
         row["pareto_mark"] = "*" if p.pareto else ""
     else:
         row.update(throughput_text="-", time_text="-", cost_text="-", pareto_mark="")
     return row
+
+
+def say_range(low: float, high: float) -> str:
+    """'18-37 min' where both ends read in one unit, else '44.3 h-3.8 days'."""
+    a, b = say_duration(low), say_duration(high)
+    a_num, _, a_unit = a.partition(" ")
+    b_num, _, b_unit = b.partition(" ")
+    if a_unit == b_unit and not a_num.startswith("<"):
+        return f"{a_num}-{b}"
+    return f"{a}-{b}"
 
 
 def _round(value: float | None) -> float | None:
@@ -65,7 +95,10 @@ def advice_sentence(a: Advice, work: Work) -> str:
     if a.cheapest is None:
         within = f" within the budget of {format_dollars(a.budget)}" if a.budget is not None else ""
         return f"No configuration can be predicted{within}."
-    parts = [f"Cheapest: {_one(a.cheapest, work)}"]
+    ties = a.tied_cheapest
+    tied = f" (tied at {format_dollars(a.cheapest.dollars)} with {ties} other{'s' if ties > 1 else ''})" \
+        if ties else ""
+    parts = [f"Cheapest{tied}: {_one(a.cheapest, work)}"]
     if a.fastest is not None and a.fastest is not a.cheapest:
         times = a.cheapest.seconds / a.fastest.seconds
         parts.append(f"fastest: {_one(a.fastest, work)}, {times:.1f}x sooner")

@@ -90,6 +90,8 @@ def _display(row: dict) -> dict:
         shown["script_sha256"] = row["script_sha256"][:8]
     if row.get("spread") is not None:
         shown["spread"] = f"{row['spread']:.0%}"
+    if row.get("prediction_error") is not None:
+        shown["prediction_error"] = f"{row['prediction_error']:+.1%}"     # -0.00884 reads -0.9%
     low, high = row.get("speedup_min"), row.get("speedup_max")
     if low is not None and high is not None and (row.get("repeats") or 1) > 1:
         shown["speedup"] = f"{row['speedup']:.2f} ({low:.2f}-{high:.2f})"  # its runs' range
@@ -192,8 +194,15 @@ def _workload_section(title: str, rows: list[dict]) -> Section:
 
 def _key_columns(rows: list[dict]) -> tuple[str, ...]:
     """KEY_COLUMNS for these rows: the precision early where it varies (then part of
-    what a row is); the cost of an epoch not at all where no row knows its size."""
+    what a row is); the cost of an epoch not at all where no row knows its size; where
+    a row was predicted (a bench), how far off the model was and what it predicted right
+    after the speedup, before the figures the others are worked out from (efficiency
+    is speedup over GPUs; the cost of an epoch stays ahead of the price it comes from)."""
     keep = KEY_COLUMNS
+    if any(r.get("predicted_throughput") is not None for r in rows):
+        first = ("speedup", "prediction_error", "cost_per_epoch", "predicted_throughput")
+        at = keep.index("speedup")
+        keep = keep[:at] + first + tuple(k for k in keep[at:] if k not in first)
     if len({r.get("precision") for r in rows}) > 1:
         keep = ("precision",) + tuple(k for k in keep if k != "precision")
     if all(r.get("epoch_seconds") is None for r in rows):

@@ -16,7 +16,7 @@ from gpubench.workloads import record_schema
 from gpubench.workloads.record_schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from gpubench.sweep.run import SweepPlan
+    from gpubench.sweep.plan import SweepPlan
 
 SCRIPT_UNIT = "runs/s"
 SCRIPT_PRECISION = "-"  # a user's script's precision is its own affair, ok or failed

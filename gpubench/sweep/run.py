@@ -20,7 +20,6 @@ next run would start from. A run quiet for a while says so as it waits; one that
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
@@ -34,12 +33,12 @@ from gpubench.launch.failures import Failure, last_words, stop_reason
 from gpubench.launch.points import sweep_points
 from gpubench.sweep import out_of_memory
 from gpubench.sweep.probe import ALONE, NO_STEP, ProbeReports, judge
+from gpubench.sweep.plan import DEFAULT_TIMEOUT_S, SweepPlan
 from gpubench.sweep.records import finish_record
-from gpubench.sweep.waits import QUIET_AFTER_S, TIMEOUT_KIND, QuietWatch, TimedOut, goes_on, larger_ahead
+from gpubench.sweep.waits import TIMEOUT_KIND, QuietWatch, TimedOut, goes_on, larger_ahead
 from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
 
-DEFAULT_TIMEOUT_S = 3600.0
 GPU_REPEATS, CPU_REPEATS = 1, 3  # --repeat's default where the runs use GPUs, and on a CPU
 
 
@@ -67,25 +66,6 @@ def misfit(point: SweepPoint, machine: Machine) -> str | None:
             return f"skipping {point.procs_per_node} GPUs: {machine.instance_type} has {most}"
         return f"skipping {point.describe()}: {machine.instance_type} has {most} per node"
     return None
-
-
-@dataclass
-class SweepPlan:
-    workload: WorkloadRef
-    points: list[SweepPoint]
-    workload_args: list[str] = field(default_factory=list)
-    run_id: str = ""
-    timeout: float = DEFAULT_TIMEOUT_S
-    invocation: str = field(default_factory=lambda: " ".join(["gpubench", *sys.argv[1:]]))
-    force: bool = False  # run points that already have an ok record too
-    repeat: int = 1  # runs of each point
-    quiet_after: float = QUIET_AFTER_S  # seconds without a line of output before a run says so
-
-    def __post_init__(self) -> None:
-        bad = [p for p in self.points if not isinstance(p, SweepPoint)]
-        if bad:  # a bare count would otherwise fail deep inside a launcher
-            raise TypeError(f"SweepPlan.points holds SweepPoints, not {bad[0]!r} "
-                            "(launch.points.sweep_points makes them)")
 
 
 @dataclass

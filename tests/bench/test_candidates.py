@@ -86,3 +86,20 @@ def test_a_budget_below_the_cheapest_candidate_names_its_estimate():
         refuse_over_budget(costs, 0.45)
     refuse_over_budget(costs, 0.52)
     refuse_over_budget(costs, None)
+
+
+def test_a_card_the_memory_model_says_cannot_hold_the_workload_is_never_chosen():
+    from gpubench.predict.advise import NO_FIT
+
+    small = Prediction(Config(offer("vast", "RTX 3090", 0.01), 1, 1, 0.01), basis=NO_FIT,
+                       left_out="needs about 30 GB a GPU; this card has 24 GB")
+    field = FIELD + [Candidate(small, (small.config.offer,))]      # the cheapest offer of all
+    assert "1x RTX 3090 on vast" not in labels(choose(field, 6))
+    with pytest.raises(CandidateError) as raised:
+        choose(field, 7, what_fits="batch 2 a GPU fits 1x 80 GB")
+    assert str(raised.value).startswith("--candidates 7: only 6 offer(s) match and hold the workload: ")
+    assert str(raised.value).endswith("; 1 more cannot hold it at its batch (RTX 3090): batch 2 a GPU fits 1x 80 GB")
+    with pytest.raises(CandidateError) as raised:
+        choose(field, 1, gpu_type="RTX 3090")
+    assert str(raised.value) == ("--candidates 1: the memory model says none of the 1 offer(s) that match "
+                                 "within --gpu-type RTX 3090 can hold the workload at its batch (RTX 3090)")

@@ -57,6 +57,44 @@ def test_the_question_lists_each_candidate_with_its_price_prediction_and_the_tot
     assert lines[4].endswith("budget $5.00 for all; each terminated at the end")
 
 
+def test_cards_the_memory_model_says_cannot_hold_the_model_are_not_offered(cloud, cli, tmp_path):
+    """6.7B under FSDP at 8 sequences a GPU fits no card on offer: refused in one line that
+    says what would fit, nothing rented; at 6 a GPU only the 80 GB cards are candidates,
+    and one candidate is 'machine', not 'machines'."""
+    from gpubench.bench.request import BenchRequest
+    from gpubench.bench.shortlist import plan_across
+    from gpubench.cli.across_cmd import question
+    from gpubench.suite import resolve_list
+
+    code, out, err = cli("bench", "all", "--gpus", "8", "--workload", "gpt-fsdp", "--candidates", "3",
+                         "--budget", "2000", "--yes", "--results", str(tmp_path), "--", "--params", "6.7B",
+                         "--steps", "2")
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("error: --candidates 3: the memory model says none of the ")
+    assert "can hold the workload at its batch" in err and "`--batch-size 6`" in err
+    assert Ledger().entries(include_done=True) == []
+
+    req = BenchRequest("all", 8, resolve_list("gpt-fsdp", None), budget=2000.0, results=tmp_path,
+                       workload_args=["--params", "6.7B", "--batch-size", "6", "--steps", "2"])
+    plan = plan_across(req, list(PROVIDERS), 3, print)
+    assert len(plan.chosen) == 3 and all("(80 GB)" in s.describe() for s in plan.chosen)
+    one = question(plan_across(req, list(PROVIDERS), 1, print)).splitlines()[0]
+    assert one == "Rent 1 machine, the one candidate, for this bench?"
+
+
+def test_each_candidates_records_will_keep_the_figure_the_question_showed(cloud, tmp_path):
+    from gpubench.bench.request import BenchRequest
+    from gpubench.bench.shortlist import plan_across
+    from gpubench.suite import resolve_list
+
+    req = BenchRequest("all", 8, resolve_list("resnet-ddp", None), gpu_type="H100", results=tmp_path)
+    for s in plan_across(req, list(PROVIDERS), 2, print).chosen:
+        p, o = s.candidate.prediction, s.candidate.offer
+        kept = s.plan.kept[("resnet-ddp", o.gpu_count, 1)]
+        assert kept["predicted_throughput"] == pytest.approx(p.throughput) and kept["predicted_basis"] == p.basis
+        assert {key[1] for key in s.plan.kept} == {1, 2, 4, 8}       # every count the sweep will run
+
+
 def test_bad_input_is_one_line_before_anything_is_rented(cloud, cli, monkeypatch, tmp_path):
     results = ["--results", str(tmp_path)]
     code, out, err = cli("bench", "all", *H100[:-1], "4", *QUICK, "--yes", *results)
@@ -108,6 +146,14 @@ def test_three_candidates_at_once_one_never_boots_one_fails_preflight(cloud, cli
     table = out[out.index("mnist-ddp, on a CPU"):out.index("what each machine cost")]
     assert [ln.split()[0] for ln in table.splitlines()[3:5]] == ["runpod", "vast"]
     assert "predicted" in table and "vs pred." in table and ("cheapest paid" in table)
+    assert re.search(r" [-+]\d+\.\d%  ", table)                 # vs pred. as a percentage
+    # each record keeps the figure made before renting: the model's for an H100 PCIe, the
+    # same for both candidates, never 'no basis' nor a sibling's measurement
+    from gpubench.store.results import ResultsStore
+
+    kept = [r for r in ResultsStore(results).load().records if r.get("workload") == "mnist-ddp"]
+    assert kept and all(r["predicted_basis"] not in (None, "no basis") for r in kept)
+    assert len({r["predicted_throughput"] for r in kept if r["gpu_count"] == 1}) == 1
     assert "is both the fastest and the cheapest" in table or " the cost of " in table
     candidates = out[out.index("the candidates: predicted, then measured"):]
     assert re.search(r"1 +1x H100 PCIe on vast +ac-1 +\$2\.00 .* measured +2 ", candidates)

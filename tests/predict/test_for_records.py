@@ -63,3 +63,22 @@ def test_the_store_adds_the_prediction_from_the_records_before_and_keeps_odd_one
     assert first["predicted_basis"] == "no basis"
     assert second["predicted_throughput"] == pytest.approx(64 / (0.64 + 4.8e6 / 0.5e9 + 1e-4))
     assert "predicted_throughput" not in odd
+
+
+def test_with_kept_predictions_a_record_keeps_the_one_made_before_renting(tmp_path):
+    """A bench across candidates: each record keeps the figure made before anything was
+    rented, never one from a sibling's record written meanwhile (here a 1-process run
+    that would otherwise predict the 2-process one)."""
+    inner = ResultsStore.for_writing(tmp_path)
+    inner.append("old", gloo())
+    kept = {("mnist-ddp", 1, 1): {"predicted_throughput": 5000.0, "predicted_basis": "modelled"},
+            ("mnist-ddp", 2, 1): {"predicted_throughput": 9000.0, "predicted_basis": "modelled"}}
+    WithPredictions(inner).append("sibling", cpu_record(throughput=101.0))
+    store = WithPredictions(inner, kept=kept)
+    store.append("r", cpu_record(throughput=100.0))
+    store.append("r", cpu_record(world=2, threads=1, throughput=90.0))
+    store.append("r", cpu_record(world=4, threads=1, throughput=80.0))   # not planned: nothing kept
+    ours = sorted((r for r in inner.load().records if r.get("throughput") in (100.0, 90.0, 80.0)),
+                  key=lambda r: -r["throughput"])
+    assert [r.get("predicted_throughput") for r in ours] == [5000.0, 9000.0, None]
+    assert [r.get("predicted_basis") for r in ours[:2]] == ["modelled", "modelled"]

@@ -169,3 +169,18 @@ def test_compare_at_80_columns_keeps_both_throughputs(cli, story, monkeypatch):
     assert max(len(line) for line in out.splitlines()) <= 80
     for number in ("5,422", "5,012", "10,318", "9,643"):
         assert number in out.split()
+
+
+def test_a_predicted_table_keeps_predicted_and_vs_pred_at_80_columns_as_a_percentage(cli, tmp_path, monkeypatch):
+    records = cost_story_records()
+    for r in records:
+        if r["workload"] == "mnist-ddp" and r.get("throughput"):
+            r.update(predicted_throughput=r["throughput"] / (1 - 0.00884), predicted_basis="modelled")
+    store = write_store(tmp_path / "results", records)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = cli("report", "--results", str(store), "--workload", "mnist-ddp")
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if line.startswith("provider"))
+    assert "predicted" in header and "vs pred." in header and "$/epoch" in header
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "-0.9%" in out and "-0.00884" not in out
