@@ -115,7 +115,13 @@ import os, sys
 if os.environ.get("WORLD_SIZE") == "1":
     print("rank alone: giving up", file=sys.stderr)
     sys.exit(3)
+import torch.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
 print("world", os.environ["WORLD_SIZE"], "rank", os.environ["RANK"])
+if os.environ["RANK"] == "0":  # it trains nothing: a figure of its own makes it a measurement
+    open(os.environ["GPUBENCH_RECORD_FILE"], "w").write('{"throughput": 1.0}')
+dist.destroy_process_group()
 """
 
 

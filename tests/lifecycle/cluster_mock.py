@@ -92,10 +92,16 @@ def assert_down(cli, cloud, name: str = "c") -> None:
 
 # torchrun's c10d rendezvous and a gloo all-reduce across two instances, each node's
 # --local_addr its own address (the instances resolve their own hostnames, not their peers')
-ALLREDUCE = """import torch, torch.distributed as dist
+# A check of the collectives, not a training script: it reports a figure of its own
+# (a script that trains nothing and says nothing is refused as a measurement).
+ALLREDUCE = """import os, time, torch, torch.distributed as dist
 dist.init_process_group("gloo")
+t0 = time.perf_counter()
 t = torch.ones(2) * (dist.get_rank() + 1)
 dist.all_reduce(t)
 print("allreduce", dist.get_rank(), dist.get_world_size(), int(t[0].item()), flush=True)
+if dist.get_rank() == 0:
+    open(os.environ["GPUBENCH_RECORD_FILE"], "w").write(
+        '{"throughput": %f, "throughput_unit": "all-reduces/s"}' % (1 / (time.perf_counter() - t0)))
 dist.destroy_process_group()
 """

@@ -181,5 +181,7 @@ def test_without_the_variable_the_probe_line_is_what_it_was(tmp_path):
     assert proc.returncode == 0 and proc.stdout.strip() == "done"
     lines = [line for line in proc.stderr.splitlines() if line.startswith(PREFIX)]
     assert len(lines) == 1
-    assert json.loads(lines[0][len(PREFIX):]) == {"rank": 0, "world": 1, "group": None, "wrapped": [],
-                                                  "frameworks": {}}
+    line = json.loads(lines[0][len(PREFIX):])
+    assert {k: line[k] for k in ("rank", "world", "group", "wrapped", "frameworks")} == {
+        "rank": 0, "world": 1, "group": None, "wrapped": [], "frameworks": {}}
+    assert "calibration" not in line and line["steps"]["count"] == 5     # its steps timed, not counted
