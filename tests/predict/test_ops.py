@@ -24,7 +24,8 @@ def points():
 def test_the_shipped_constants_are_the_fit_of_the_shipped_reference_records(points):
     """step_constants.json is written by `python -m gpubench.predict.fit --write`: a changed
     record, profile or model without a new fit fails here."""
-    fitted, shipped = fit.fit(points), ops.load_constants()
+    shipped = ops.load_constants()
+    fitted = fit.fit(points, shipped)       # the optimum it was fitted to does not move
     for name in ops.FITTED:
         assert getattr(shipped, name) == pytest.approx(getattr(fitted, name), rel=1e-3), name
     assert set(shipped.fitted_on) == {p.label for p in points}

@@ -41,6 +41,7 @@ def test_percentiles_are_numpys_linear_ones():
     assert _percentile([7.0], 90) == 7.0
 
 
+@pytest.mark.slow  # imports torch
 def test_the_samples_of_a_forward_call_and_its_tokens():
     torch = pytest.importorskip("torch")
     from gpubench.workloads.script_probe import _inputs_of
