@@ -94,36 +94,43 @@ def paired(figures: dict[str, list[float]]) -> float:
 
 
 # ---------------------------------------------------------------------- loop
-def harness_run(steps: int, warmup: int) -> float:
+def workload_run(script: str, argv: tuple, steps: int, warmup: int) -> float:
+    """One run of a suite workload at one thread: the throughput its record gives."""
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
         record = Path(tmp) / "record.json"
-        subprocess.run([sys.executable, str(WORKLOADS / "mnist_ddp.py"), "--steps", str(steps),
+        subprocess.run([sys.executable, str(WORKLOADS / script), *argv, "--steps", str(steps),
                         "--warmup", str(warmup), "--record-file", str(record)],
                        env={**os.environ, **ONE_THREAD, "GPUBENCH_PROGRESS": "on"}, cwd=tmp,
                        check=True, stdout=subprocess.DEVNULL, timeout=3600)
         return float(json.loads(record.read_text())["throughput"])
 
 
-def examples_run(steps: int, warmup: int) -> float:
+def plain_run(mode: str, steps: int, warmup: int) -> float:
+    """One run of a plain loop (this file's `examples` or `gpt-plain`): the rate it prints last."""
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
-        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "examples",
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), mode,
                                "--steps", str(steps), "--warmup", str(warmup)],
                               env={**os.environ, **ONE_THREAD}, cwd=tmp, check=True,
                               capture_output=True, text=True, timeout=3600)
         return float(done.stdout.strip().splitlines()[-1].split()[-2])
 
 
-def loop(args) -> None:
-    print(f"loop: mnist-ddp harness against the pytorch/examples loop, one process, one thread, "
-          f"{args.steps} steps after {args.warmup}; {load()}")
-    figures = alternate({"mnist-ddp harness": lambda: harness_run(args.steps, args.warmup),
-                         "pytorch/examples loop": lambda: examples_run(args.steps, args.warmup)},
-                        args.runs)
+def side_by_side(title: str, ours: str, theirs: str, run_ours, run_theirs, unit: str, runs: int) -> None:
+    """Our loop and theirs in turn, `runs` times each; medians and the ratio."""
+    print(f"{title}; {load()}")
+    figures = alternate({ours: run_ours, theirs: run_theirs}, runs)
     for name, values in figures.items():
-        print(median_line(name, values, "samples/s"))
-    ours, theirs = (statistics.median(v) for v in figures.values())
-    print(f"  ratio harness / examples: {ours / theirs:.3f} (of the medians), "
+        print(median_line(name, values, unit))
+    a, b = (statistics.median(v) for v in figures.values())
+    print(f"  ratio {ours} / {theirs}: {a / b:.3f} (of the medians), "
           f"{paired(figures):.3f} (the median of each pair's); {load()}")
+
+
+def loop(args) -> None:
+    side_by_side(f"loop: mnist-ddp harness against the pytorch/examples loop, one process, one thread, "
+                 f"{args.steps} steps after {args.warmup}", "mnist-ddp harness", "pytorch/examples loop",
+                 lambda: workload_run("mnist_ddp.py", (), args.steps, args.warmup),
+                 lambda: plain_run("examples", args.steps, args.warmup), "samples/s", args.runs)
 
 
 def examples(args) -> None:
@@ -385,36 +392,12 @@ GPT_SHAPE = ("--n-layer", "4", "--n-head", "4", "--n-embd", "256", "--block-size
              "--vocab-size", "8192", "--batch-size", "2")
 
 
-def gpt_harness_run(steps: int, warmup: int) -> float:
-    with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
-        record = Path(tmp) / "record.json"
-        subprocess.run([sys.executable, str(WORKLOADS / "gpt_ddp.py"), *GPT_SHAPE, "--steps", str(steps),
-                        "--warmup", str(warmup), "--record-file", str(record)],
-                       env={**os.environ, **ONE_THREAD, "GPUBENCH_PROGRESS": "on"}, cwd=tmp,
-                       check=True, stdout=subprocess.DEVNULL, timeout=3600)
-        return float(json.loads(record.read_text())["throughput"])
-
-
-def gpt_plain_run(steps: int, warmup: int) -> float:
-    with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
-        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "gpt-plain",
-                               "--steps", str(steps), "--warmup", str(warmup)],
-                              env={**os.environ, **ONE_THREAD}, cwd=tmp, check=True,
-                              capture_output=True, text=True, timeout=3600)
-        return float(done.stdout.strip().splitlines()[-1].split()[-2])
-
-
 def gpt(args) -> None:
-    print(f"gpt: gpt-ddp harness against a plain loop of the same model (nanoGPT's train.py "
-          f"loop, no process group), one process, one thread, {' '.join(GPT_SHAPE)}, "
-          f"{args.steps} steps after {args.warmup}; {load()}")
-    figures = alternate({"gpt-ddp harness": lambda: gpt_harness_run(args.steps, args.warmup),
-                         "plain loop": lambda: gpt_plain_run(args.steps, args.warmup)}, args.runs)
-    for name, values in figures.items():
-        print(median_line(name, values, "tokens/s"))
-    ours, theirs = (statistics.median(v) for v in figures.values())
-    print(f"  ratio harness / plain: {ours / theirs:.3f} (of the medians), "
-          f"{paired(figures):.3f} (the median of each pair's); {load()}")
+    side_by_side(f"gpt: gpt-ddp harness against a plain loop of the same model (nanoGPT's train.py "
+                 f"loop, no process group), one process, one thread, {' '.join(GPT_SHAPE)}, "
+                 f"{args.steps} steps after {args.warmup}", "gpt-ddp harness", "plain loop",
+                 lambda: workload_run("gpt_ddp.py", GPT_SHAPE, args.steps, args.warmup),
+                 lambda: plain_run("gpt-plain", args.steps, args.warmup), "tokens/s", args.runs)
 
 
 def gpt_plain(args) -> None:
