@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpubench.predict import gpu_specs, links, ops
+from gpubench.predict import gpt_size, gpu_specs, links, ops
 from gpubench.predict.basis import seconds_per_unit
-from gpubench.predict.memory import GB, USABLE_SHARE, ModelShape, need, say_gb, say_params, why_not
+from gpubench.predict.memory import GB, ModelShape, need, say_gb, say_params, usable_bytes, why_not
 from gpubench.predict.model import ASSUMED, MEASURED, MODELLED, UNCERTAINTY, Figure, StepInputs, scaling
 from gpubench.predict.workload_profiles import WorkloadProfile
 from gpubench.providers.common import Offer
@@ -20,6 +20,7 @@ from gpubench.providers.gpus import offer_vram_gb
 
 NO_BASIS = "no basis"
 NO_FIT = "does not fit"
+SHARDED_TWIN = {"gpt-ddp": "gpt-fsdp"}     # the same model and flags, trained under FSDP
 DEFAULT_COUNTS = (1, 2, 4, 8)      # tried where a provider rents any count
 COMMUNICATION_SHARE = 0.10         # an exposed all-reduce this share of a step tells on the figure
 # DDP on a GPU runs the all-reduce on its own stream while the backward pass goes on.
@@ -192,8 +193,7 @@ def modelled_does_not_fit(subject: Subject, step: ops.Modelled, gpus: int, card_
     where it fits."""
     if not card_gb:
         return None
-    card = card_gb * GB
-    usable = card * USABLE_SHARE.value
+    card, usable = card_gb * GB, usable_bytes(card_gb)
     if step.estimate.memory_bytes <= usable:
         return None
     static, per_batch = ops.memory_line(step.config, gpus)
@@ -204,20 +204,18 @@ def modelled_does_not_fit(subject: Subject, step: ops.Modelled, gpus: int, card_
     most = ops.largest_batch(step.config, usable, gpus)
     reason = head + (": not even the model fits" if most < 1 else
                      f": batch {most} at most (asked {step.config.batch})")
-    if strategy == "DDP" and subject.workload in SHARDABLE and gpus > 1:
-        sharded = ops.modelled(SHARDABLE[subject.workload], subject.args, step.rates.name, card_gb, gpus)
+    if strategy == "DDP" and subject.workload in SHARDED_TWIN and gpus > 1:
+        sharded = ops.modelled(SHARDED_TWIN[subject.workload], subject.args, step.rates.name, card_gb, gpus)
         if sharded is not None:
             s_static, _ = ops.memory_line(sharded.config, gpus)
             reason += (f"; FSDP over {gpus} GPUs would need about {say_gb(s_static)} a GPU plus activations "
-                       f"({SHARDABLE[subject.workload]})")
+                       f"({SHARDED_TWIN[subject.workload]})")
     return reason
 
 
-SHARDABLE = {"gpt-ddp": "gpt-fsdp"}
-
-
 def subject_word(subject: Subject) -> str:
-    return "sequence" if subject.workload in SHARDABLE.keys() | set(SHARDABLE.values()) else "sample"
+    """What one element of the workload's batch is."""
+    return "sequence" if subject.workload in gpt_size.GPT_WORKLOADS else "sample"
 
 
 def fsdp_where_ddp_cannot_fit(predictions: list[Prediction], sharded: Subject | None,

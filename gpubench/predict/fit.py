@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from gpubench.predict import gpu_specs, ops
 from gpubench.predict.basis import step_args
 from gpubench.predict.verdict import interval
-from gpubench.providers.gpus import normalize_gpu_name
 
 THROUGHPUT_CONSTANTS = ("e_flop", "e_bw", "host_per_kernel", "host_per_view", "host_per_step", "overlap_p",
                         "compile_bytes", "compile_host", "fsdp_host_per_unit", "low_precision_bytes")
@@ -49,7 +48,6 @@ class Point:
     throughput: float            # per GPU, units/s
     memory_bytes: float | None
     label: str
-    records: int
 
 
 def points(records: list[dict]) -> list[Point]:
@@ -64,19 +62,18 @@ def points(records: list[dict]) -> list[Point]:
         config = ops.config_for(str(r.get("workload")), list(r.get("workload_args") or []))
         if spec is None or config is None:
             continue
-        key = (spec.name, config, step_args(r.get("workload_args") or []))
+        key = (spec, config, step_args(r.get("workload_args") or []))
         grouped.setdefault(key, []).append(r)
     out = []
-    for (gpu, config, args), rows in grouped.items():
+    for (spec, config, args), rows in grouped.items():
         profile = ops.profile_for(config)
         if profile is None:
             continue
         mem = [r["peak_memory_bytes"] for r in rows if r.get("peak_memory_kind") == "cuda allocated"
                and isinstance(r.get("peak_memory_bytes"), (int, float))]
-        label = " ".join([config.workload, *args]) + f" on {normalize_gpu_name(gpu)}"
-        out.append(Point(config, profile, ops.Rates.of(gpu_specs.spec_for(gpu)),
-                         statistics.median(r["throughput"] for r in rows),
-                         statistics.median(mem) if mem else None, label, len(rows)))
+        label = " ".join([config.workload, *args]) + f" on {spec.name}"
+        out.append(Point(config, profile, ops.Rates.of(spec), statistics.median(r["throughput"] for r in rows),
+                         statistics.median(mem) if mem else None, label))
     return sorted(out, key=lambda p: p.label)
 
 
@@ -164,6 +161,7 @@ class Check:
     measured_memory: float | None
     predicted_memory: float
     bound_by: str
+    fsdp: bool
 
     @property
     def error(self) -> float:
@@ -190,14 +188,20 @@ def leave_one_out(pts: list[Point], start: ops.Constants = ops.DEFAULT_CONSTANTS
             found.append((p, e, c))
     # the interval's width is what the leave-one-out errors themselves were (the idea of
     # jackknife+, Barber et al. 2021), the largest of the DDP configurations
-    ddp = [abs(math.log(e.throughput / p.throughput)) for p, e, _ in found if not p.config.fsdp]
-    largest = math.exp(max(ddp)) - 1.0 if ddp else None
+    largest = largest_ddp_error([(p.throughput, e.throughput, p.config.fsdp) for p, e, _ in found])
     checks = []
     for p, e, c in found:
         low, high = interval(e.throughput, replace(c, loo_max_error=largest).uncertainty(p.config))
         checks.append(Check(p.label, p.throughput, e.throughput, low, high, p.memory_bytes, e.memory_bytes,
-                            e.bound_by))
+                            e.bound_by, p.config.fsdp))
     return checks
+
+
+def largest_ddp_error(figures: list[tuple[float, float, bool]]) -> float | None:
+    """The largest error, as a factor less one (under or over alike), of the (measured,
+    predicted, under FSDP) figures run under DDP; None without one."""
+    errors = [max(m / p, p / m) - 1.0 for m, p, fsdp in figures if not fsdp]
+    return max(errors) if errors else None
 
 
 def summary(checks: list[Check]) -> dict:
@@ -260,8 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                "fitted_on": [p.label for p in pts],
                "constants": {n: getattr(c, n) for n in ops.FITTED},
                "loo_median_error": s["median_error"],
-               "loo_max_error": max(max(k.predicted / k.measured, k.measured / k.predicted) - 1.0
-                                    for k in checks if not k.label.startswith("gpt-fsdp")),
+               "loo_max_error": largest_ddp_error([(k.measured, k.predicted, k.fsdp) for k in checks]),
                "leave_one_out": [{"configuration": k.label, "measured": k.measured, "predicted": k.predicted,
                                   "error": round(k.error, 4), "inside": k.inside,
                                   "memory_error": None if k.memory_error is None else round(k.memory_error, 4)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpubench.format import spoken
 from gpubench.predict import ops
 from gpubench.predict.advise import NO_FIT, Prediction, Subject
-from gpubench.predict.memory import GB, USABLE_SHARE, need
+from gpubench.predict.memory import GB, need, usable_bytes
 from gpubench.providers.gpus import offer_vram_gb
 
 CHECKPOINTING = ("--activation-checkpointing",)
@@ -38,8 +38,7 @@ def largest_batch(subject: Subject, gpu: str, card_gb: float | None, gpus: int) 
         return None
     step = ops.modelled(subject.workload, subject.args, gpu, card_gb, gpus)
     if step is not None:
-        usable = card_gb * GB * USABLE_SHARE.value
-        return ops.largest_batch(step.config, usable, gpus), step.config.batch
+        return ops.largest_batch(step.config, usable_bytes(card_gb), gpus), step.config.batch
     if subject.shape is None:
         return None
     most = need(subject.shape, subject.strategy, gpus, subject.activations).max_batch(card_gb * GB)
@@ -71,7 +70,7 @@ def _checkpointed(subject: Subject, too_big: list[Prediction]) -> str | None:
         for p in too_big:
             gpu, card_gb, gpus = _card(p)
             step = ops.modelled(subject.workload, args, gpu, card_gb, gpus) if card_gb else None
-            if step is not None and step.estimate.memory_bytes <= card_gb * GB * USABLE_SHARE.value:
+            if step is not None and step.estimate.memory_bytes <= usable_bytes(card_gb):
                 fits.append((card_gb, gpus, gpu, step.config.batch))
         if fits:
             card_gb, gpus, gpu, batch = min(fits)

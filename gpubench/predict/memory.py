@@ -30,6 +30,11 @@ USABLE_SHARE = Figure(0.9, ASSUMED, "90% of the card for training (CUDA context,
                                     "allocator fragmentation take the rest)")
 
 
+def usable_bytes(card_gb: float) -> float:
+    """What training may allocate of a card of `card_gb` GB."""
+    return card_gb * GB * USABLE_SHARE.value
+
+
 @dataclass(frozen=True)
 class ModelShape:
     """What memory depends on: parameters in all, in the largest block FSDP gathers at once."""

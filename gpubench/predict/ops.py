@@ -34,13 +34,14 @@ measured workspace on top.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from gpubench.predict import gpu_specs
-from gpubench.predict.workload_profiles import NEUTRAL
+from gpubench.predict.model import MODELLED, Figure
+from gpubench.predict.workload_profiles import WorkloadProfile, model_args, suite_profiles
 from gpubench.workloads import flags
 
 # The least an interval says (a measurement repeats to a few percent; another machine's
@@ -156,6 +157,7 @@ def _profiles_document() -> dict:
     return doc.get("profiles", {}) if isinstance(doc, dict) else {}
 
 
+@lru_cache(maxsize=None)
 def _profile(key: str) -> StepProfile | None:
     entry = _profiles_document().get(key)
     if not isinstance(entry, dict):
@@ -181,7 +183,7 @@ class Config:
     compiled: bool
     fsdp_units: int          # FSDP units (blocks and the root); 0 under DDP
     tf32_matmul: bool = False
-    n_layer: int | None = None
+    checkpointed: bool = False   # each block's activations recomputed in the backward
 
     @property
     def fsdp(self) -> bool:
@@ -207,7 +209,7 @@ def config_for(workload: str, args: tuple | list) -> Config | None:
                else f"gpt-ddp --params {ns.params} --precision {prec}")
         units = ns.n_layer + 1 if workload == "gpt-fsdp" else 0
         return Config(workload, key, ns.batch_size, precision, compiled, units, bool(getattr(ns, "tf32", False)),
-                      ns.n_layer)
+                      checkpointed)
     if workload == "resnet-ddp":
         if (ns.depth, ns.width, ns.image_size, ns.num_classes) != (50, 64, 224, 1000):
             return None
@@ -216,15 +218,10 @@ def config_for(workload: str, args: tuple | list) -> Config | None:
     if workload in ("mnist-ddp", "recsys-ddp"):
         defaults = flags.parse(workload, [], raising=True)
         flags.size_for_device(workload, defaults, "cuda")
-        if precision != "fp32" or _shape(ns) != _shape(defaults):
+        if precision != "fp32" or model_args(ns, "batch_size") != model_args(defaults, "batch_size"):
             return None
         return Config(workload, workload, ns.batch_size, precision, compiled, 0)
     return None
-
-
-def _shape(ns) -> dict:
-    """What makes the model and its data: the arguments less the batch and the neutral ones."""
-    return {k: v for k, v in vars(ns).items() if k not in NEUTRAL and k != "batch_size"}
 
 
 def profile_for(config: Config) -> StepProfile | None:
@@ -241,15 +238,13 @@ class Rates:
     tf32: float | None
     fp32: float | None
     bandwidth: float | None  # bytes/s
-    source: str
 
     @classmethod
     def of(cls, spec: gpu_specs.GpuSpec) -> "Rates":
         def tera(x):
             return None if x is None else x * 1e12
         return cls(spec.name, tera(spec.bf16_tflops), tera(spec.fp16_tflops), tera(spec.tf32_tflops),
-                   tera(spec.fp32_tflops), None if spec.memory_bw_gbs is None else spec.memory_bw_gbs * 1e9,
-                   f"{spec.name} datasheet: {spec.peaks_source}; memory {spec.memory_source}")
+                   tera(spec.fp32_tflops), None if spec.memory_bw_gbs is None else spec.memory_bw_gbs * 1e9)
 
     def peak_for(self, config: Config, op: str) -> float | None:
         if config.precision in LOW_PRECISION:
@@ -350,7 +345,7 @@ def memory_bytes(config: Config, profile: StepProfile, c: Constants, gpus: int =
         # held state sharded; autocast's saved casts of the weights are FSDP's gathered
         # copies, freed after the forward: two blocks gathered at a time instead
         held = held / gpus
-        if config.precision in LOW_PRECISION and "activation-checkpointing" not in config.key:
+        if config.precision in LOW_PRECISION and not config.checkpointed:
             activations -= profile.params * low
         activations += 2 * block * low
     else:
@@ -379,14 +374,11 @@ class Modelled:
     config: Config
     estimate: StepEstimate
     rates: Rates
-    seconds_per_unit: "Figure"
-    memory: "Figure"
+    seconds_per_unit: Figure
     params: int
 
 
 def memory_at(config: Config, batch: int, gpus: int = 1, c: Constants | None = None) -> float:
-    from dataclasses import replace
-
     return memory_bytes(replace(config, batch=batch), profile_for(config), c or shipped_constants(), gpus)
 
 
@@ -415,8 +407,6 @@ def modelled(workload: str, args: tuple | list, gpu_name: str, memory_gb: float 
     """The step model's figure for `workload` at `args` on one GPU of `gpu_name` (of
     `gpus` in all, for FSDP's shards); None where there is no step profile for the
     arguments, no datasheet row for the card, or the card lacks a rate the step needs."""
-    from gpubench.predict.model import MODELLED, Figure
-
     config = config_for(workload, args)
     profile = profile_for(config) if config else None
     spec = gpu_specs.spec_for(gpu_name, memory_gb) if gpu_name else None
@@ -436,19 +426,14 @@ def modelled(workload: str, args: tuple | list, gpu_name: str, memory_gb: float 
               f"{profile.kernels:,} kernels a step: host {est.host_s * 1e3:.1f} ms, device "
               f"{est.device_s * 1e3:.1f} ms ({est.flop_s * 1e3:.1f} compute-bound, {est.byte_s * 1e3:.1f} "
               f"memory-bound) on {spec.name}, {on}; constants {c.source}")
-    memory = Figure(est.memory_bytes, MODELLED,
-                    f"the step's counted peak of live tensors ({PROFILES_FILE}), fitted as above",
-                    spread=max(MIN_UNCERTAINTY, 0.25))
-    return Modelled(config, est, rates, Figure(est.step_s / est.work, MODELLED, source, spread=spread), memory,
+    return Modelled(config, est, rates, Figure(est.step_s / est.work, MODELLED, source, spread=spread),
                     profile.params)
 
 
-def workload_profile(workload: str, args: tuple | list):
+def workload_profile(workload: str, args: tuple | list) -> WorkloadProfile | None:
     """What the rest of the model needs of a workload (its FLOPs and gradient bytes a unit
     of work, its batch, its epoch) from its step profile, where one covers `args` (a
     batch other than the default one); else None."""
-    from gpubench.predict.workload_profiles import WorkloadProfile, suite_profiles
-
     config = config_for(workload, args)
     profile = profile_for(config) if config else None
     if profile is None or config.batch < 1:

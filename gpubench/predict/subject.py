@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpubench.errors import UsageError
 from gpubench.predict import gpt_size, ops
-from gpubench.predict.advise import Subject, Work
+from gpubench.predict.advise import SHARDED_TWIN, Subject, Work
 from gpubench.predict.memory import ModelShape
 from gpubench.predict.model import MEASURED, Figure
 from gpubench.predict.workload_profiles import profile_for
@@ -16,7 +16,6 @@ FSDP_WORKLOADS = {"gpt-fsdp"}
 EPOCH_OF = {"mnist-ddp": "MNIST images", "resnet-ddp": "ImageNet images",
             "gpt-ddp": "OpenWebText tokens", "gpt-fsdp": "OpenWebText tokens",
             "recsys-ddp": "MovieLens ratings"}
-SHARDED_TWIN = {"gpt-ddp": "gpt-fsdp"}     # the same model and flags, trained under FSDP
 
 
 class NoSubject(UsageError):

@@ -113,8 +113,9 @@ def _gpu_args(workload: str, argv) -> argparse.Namespace | None:
     return args
 
 
-def _shape(args: argparse.Namespace) -> dict:
-    return {k: v for k, v in vars(args).items() if k not in NEUTRAL}
+def model_args(args: argparse.Namespace, *also: str) -> dict:
+    """What makes the model and its batch: the arguments less the neutral ones (and `also`)."""
+    return {k: v for k, v in vars(args).items() if k not in NEUTRAL and k not in also}
 
 
 def profile_for(workload: str, args: list[str] | tuple = ()) -> WorkloadProfile | None:
@@ -125,6 +126,6 @@ def profile_for(workload: str, args: list[str] | tuple = ()) -> WorkloadProfile 
     if profile is None or workload not in flags.WORKLOADS:
         return None
     given, counted = _gpu_args(workload, args), _gpu_args(workload, profile.args)
-    if given is None or counted is None or _shape(given) != _shape(counted):
+    if given is None or counted is None or model_args(given) != model_args(counted):
         return None
     return profile
