@@ -57,8 +57,7 @@ def _lines(a: dict) -> list[tuple[str, str]]:
         return rows + [("no figure", a["left_out"])]
     rows += [("throughput", f"{a['throughput']:,.0f} {a['unit']} ({a['low']:,.0f} to {a['high']:,.0f}, "
                             f"{a['interval']})"),
-             ("step", say_duration(a["step_seconds"]) if a["step_seconds"] >= 0.1
-              else f"{a['step_seconds'] * 1e3:.1f} ms"),
+             ("step", say_duration(a["step_seconds"])),
              ("bound by", a["bound_by"] or "-"), ("basis", a["basis"])]
     if a["memory_bytes"]:
         rows.append(("memory a GPU", f"{say_gb(a['memory_bytes'])} at its peak"))
