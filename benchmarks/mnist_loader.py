@@ -4,7 +4,8 @@ DataLoader, rebuilt without torchvision), measured side by side in one run.
 
     .venv/bin/python benchmarks/mnist_loader.py [--steps N] [--threads T]
 
-Both sides: world of one (gloo), DDP-wrapped model, Adadelta, batch 64,
+Both sides: world of one (gloo), the model as harness.replicate leaves it there
+(alone, no DDP wrapper), Adadelta, batch 64,
 DistributedSampler, 5 untimed warm-up steps; the clock covers the measured
 steps only. Prints the median step time and epoch time of each and the ratio.
 """
@@ -21,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
@@ -80,7 +80,7 @@ def per_sample_loader(ctx, split, steps: int):
     dataset = PerSampleMNIST(raw.to(torch.uint8).numpy(), split.labels.numpy())
     sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=0)
     loader = DataLoader(dataset, batch_size=BATCH, sampler=sampler, drop_last=True)
-    model = DDP(Net())
+    model = harness.replicate(ctx, Net())
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
     batches = iter(loader)
 

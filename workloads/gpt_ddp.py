@@ -38,7 +38,6 @@ from typing import Callable
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
 
 import flags
 import harness
@@ -148,16 +147,18 @@ class Wrapped:
     """The GPT made for a run and how it is spread over the processes."""
 
     model: GPT  # its parameters are what the optimizer steps (FSDP's: the local shards)
-    module: nn.Module  # what the step calls: the DDP wrapper, or the FSDP model itself
+    module: nn.Module  # what the step calls: the DDP wrapper (the model alone in a world
+    # of one), or the FSDP model itself
     sharding: str  # the record's sharding
     fields: dict  # the wrapping's own record fields
 
 
 def wrap_ddp(ctx: harness.Dist, args, cfg: GPTConfig) -> Wrapped:
-    """One whole replica per process; DDP all-reduces the gradients."""
+    """One whole replica per process; DDP all-reduces the gradients (harness.replicate:
+    in a world of one, the model alone)."""
     model = GPT(cfg).to(ctx.device)
-    ddp = DDP(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
-    return Wrapped(model, ddp, "DDP (replicated)", {})
+    replica = harness.replicate(ctx, model)
+    return Wrapped(model, replica, harness.sharding_of(replica, ctx.world_size), {})
 
 
 class Trainer:

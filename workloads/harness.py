@@ -26,6 +26,7 @@ from typing import Callable, Iterator
 
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
 
 import metrics
 import record_schema
@@ -98,23 +99,19 @@ def grad_scaler(ctx: Dist, precision: str) -> torch.amp.GradScaler:
     return torch.amp.GradScaler(ctx.device.type, enabled=precision == "fp16")
 
 
-def lone_replica(state, bucket):  # no return annotation: DDP checks it, and here it is text
-    """DDP's communication hook for a world of one: the mean of one replica's
-    gradients is those gradients, so no all-reduce is started. gloo's all-reduce at
-    world size 1 still hands every bucket to its thread and back: about 2% of a
-    step's CPU at one thread, and more of its wall time where that core is shared
-    (benchmarks/overhead.py parts)."""
-    done = torch.futures.Future()
-    done.set_result(bucket.buffer())
-    return done
+ONE_PROCESS = "none (a world of one: the model alone, no DDP)"  # the record's sharding
 
 
-def skip_lone_allreduce(ctx: Dist, model: torch.nn.Module) -> torch.nn.Module:
-    """`model` (DDP-wrapped) with lone_replica as its hook in a world of one; as it
-    is at any other size."""
+def replicate(ctx: Dist, model: torch.nn.Module) -> torch.nn.Module:
+    """`model` wrapped in DDP, one replica per process; in a world of one, the model
+    itself. One replica's gradients are already their mean, and DDP at world size 1
+    still copies every gradient into its buckets and hands them to an all-reduce:
+    3 to 4% of a CPU step (benchmarks/overhead.py parts). A single-device trainer
+    (Lightning's, Accelerate's, the Hugging Face Trainer's) does not wrap one process
+    either: the 1-GPU baseline of a speedup is the training loop alone."""
     if ctx.world_size == 1:
-        model.register_comm_hook(None, lone_replica)
-    return model
+        return model
+    return DDP(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
 
 
 def fixed_shapes() -> dict:
@@ -376,13 +373,14 @@ def train_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) 
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def sharding_of(model: torch.nn.Module | None) -> str | None:
-    """'DDP (replicated)' for a DDP-wrapped model (compiled or not); None otherwise: a
-    workload that shards says how itself (build_record's `sharding`)."""
+def sharding_of(model: torch.nn.Module | None, world_size: int) -> str | None:
+    """'DDP (replicated)' for a DDP-wrapped model (compiled or not), ONE_PROCESS for a
+    model that replicate() left alone in a world of one; None otherwise: a workload
+    that shards says how itself (build_record's `sharding`)."""
     inner = getattr(model, "_orig_mod", model)  # torch.compile's wrapper
-    if isinstance(inner, torch.nn.parallel.DistributedDataParallel):
+    if isinstance(inner, DDP):
         return "DDP (replicated)"
-    return None
+    return ONE_PROCESS if model is not None and world_size == 1 else None
 
 
 CUDA_ALLOCATED, CPU_RSS = "cuda allocated", "process peak RSS (CPU)"  # peak_memory_kind
@@ -427,9 +425,9 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
                  unit: str = "samples/s", model: torch.nn.Module | None = None,
                  sharding: str | None = None, extra: dict | None = None) -> dict:
     """The workload's half of a result record (its fields: record_schema.FIELDS, filled
-    by the workload); gpubench adds provider, price and cost. `model` (the DDP-wrapped
-    one) gives params, grad_bytes and the bytes of parameters each process holds;
-    `sharding` says how they are spread (default: 'DDP (replicated)' for a DDP model);
+    by the workload); gpubench adds provider, price and cost. `model` (as the step
+    calls it) gives params, grad_bytes and the bytes of parameters each process holds;
+    `sharding` says how they are spread (default: sharding_of's);
     `extra` holds the workload's own fields."""
     step_s = timer.step_seconds()
     wall = max_across_ranks(timer.window_seconds, ctx.device)
@@ -462,7 +460,7 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
         "threads_per_process": torch.get_num_threads(),
         "workload_argv": sys.argv[1:],
         **model_sizes(model),
-        "sharding": sharding or sharding_of(model),
+        "sharding": sharding or sharding_of(model, ctx.world_size),
         "param_bytes_per_process": None if model is None else int(max_across_ranks(
             local_param_bytes(model), ctx.device)),
         **peak_memory(ctx),

@@ -6,7 +6,7 @@
 
 The data set is decoded once into tensors on the device; each rank walks its
 DistributedSampler shard by indexing that tensor, so the loop is bound by
-compute, not by a loader. In a world of one, DDP starts no all-reduce (the
+compute, not by a loader. In a world of one the model is not wrapped in DDP (the
 gradients of one replica are their mean): the 1-GPU baseline of the speedup is
 the training loop alone, not a collective over one process.
 """
@@ -19,7 +19,6 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
 import flags
@@ -62,8 +61,7 @@ class Trainer:
                                           rank=ctx.rank, shuffle=True, seed=args.seed,
                                           drop_last=True)
         model = Net().to(ctx.device)
-        self.model = harness.skip_lone_allreduce(
-            ctx, DDP(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None))
+        self.model = harness.replicate(ctx, model)
         if args.compile:
             self.model = torch.compile(self.model)
         self.optimizer = torch.optim.Adadelta(self.model.parameters(), lr=1.0)

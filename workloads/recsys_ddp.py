@@ -27,7 +27,6 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
 
 import flags
 import harness
@@ -137,7 +136,7 @@ class Trainer:
         self.ratings = data.ratings.to(ctx.device)
         model = RecSysModel(data.n_users, data.n_movies, args.embedding_dim).to(ctx.device)
         self.n_params = sum(p.numel() for p in model.parameters())
-        self.model = DDP(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
+        self.model = harness.replicate(ctx, model)
         if args.compile:
             self.model = torch.compile(self.model)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)

@@ -23,7 +23,6 @@ import sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
 
 import flags
 import harness
@@ -128,7 +127,7 @@ class Trainer:
         model = ResNet(args.depth, args.width, args.num_classes)
         model = model.to(ctx.device, memory_format=torch.channels_last)
         self.n_params = sum(p.numel() for p in model.parameters())
-        self.model = DDP(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
+        self.model = harness.replicate(ctx, model)
         if args.compile:
             self.model = torch.compile(self.model)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1, momentum=0.9,

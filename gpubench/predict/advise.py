@@ -198,8 +198,11 @@ def modelled_does_not_fit(subject: Subject, step: ops.Modelled, gpus: int, card_
         return None
     static, per_batch = ops.memory_line(step.config, gpus)
     strategy = "FSDP" if step.config.fsdp else "DDP"
-    over = f" over {gpus} GPU{'s' if gpus > 1 else ''}" if step.config.fsdp else ""
-    head = (f"{say_params(step.params)} with AdamW under {strategy}{over} needs about {say_gb(static)} a GPU "
+    if step.config.fsdp:
+        how = f"under FSDP over {gpus} GPU{'s' if gpus > 1 else ''}"
+    else:  # one process trains the model alone: no DDP buckets (workloads/harness.replicate)
+        how = "under DDP" if gpus > 1 else "on one GPU"
+    head = (f"{say_params(step.params)} with AdamW {how} needs about {say_gb(static)} a GPU "
             f"plus {say_gb(per_batch)} a {subject_word(subject)}; this card has {say_gb(card)}")
     most = ops.largest_batch(step.config, usable, gpus)
     reason = head + (": not even the model fits" if most < 1 else

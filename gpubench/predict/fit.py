@@ -36,6 +36,7 @@ PRIOR_WEIGHT = 0.02          # per constant, on its log-distance from the starti
 UPPER = {"low_precision_bytes": 2.0, "e_flop": 1.0, "e_bw": 1.0, "compile_bytes": 1.0, "compile_host": 1.0, "compile_activations": 1.0}
 LOWER = {"overlap_p": 1.0, "low_precision_bytes": 0.5}
 ITERATIONS = 3000
+DDP_SHARDING = "DDP (replicated)"  # workloads/harness.py: a record made under a DDP wrapper
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ def points(records: list[dict]) -> list[Point]:
         config = ops.config_for(str(r.get("workload")), list(r.get("workload_args") or []))
         if spec is None or config is None:
             continue
+        if r.get("sharding") == DDP_SHARDING:  # at one GPU: made before harness.replicate
+            config = replace(config, ddp_at_one=True)
         key = (spec, config, step_args(r.get("workload_args") or []))
         grouped.setdefault(key, []).append(r)
     out = []

@@ -115,11 +115,15 @@ def test_a_provider_without_a_key_is_left_out_once_and_the_others_go_on(cloud, c
 
 
 def test_cards_too_small_for_the_model_are_left_out_in_one_line_each(cloud, cli, tmp_path):
-    code, out, err = cli("advise", "gpt-ddp", "--gpus", "1", "--results", str(tmp_path), "--", "--n-layer", "24",
+    code, out, err = cli("advise", "gpt-ddp", "--gpus", "1,2", "--results", str(tmp_path), "--", "--n-layer", "24",
                          "--n-head", "32", "--n-embd", "2048", "--precision", "bf16")
     assert code == 0, err
-    assert ("left out: RTX 4090 at 1 GPU: 1.3B with AdamW under DDP needs about 26 GB a GPU plus "
-            "2.4 GB a sequence; this card has 24 GB: not even the model fits") in err.splitlines()
+    # one GPU trains the model alone; two hold DDP's gradient buckets besides
+    assert ("left out: RTX 4090 at 1 GPU: 1.3B with AdamW on one GPU needs about 21 GB a GPU plus "
+            "2.4 GB a sequence; this card has 24 GB: batch 1 at most (asked 8)") in err.splitlines()
+    assert any(line.startswith("left out: RTX 4090 at 2 GPUs: 1.3B with AdamW under DDP needs about 26 GB "
+                               "a GPU plus 2.4 GB a sequence; this card has 24 GB: not even the model fits; "
+                               "FSDP over 2 GPUs would need") for line in err.splitlines())
     assert "H100 SXM" in out                     # 80 GB cards fit, and are ranked
 
 

@@ -161,14 +161,18 @@ GPT_1_3B = ("--n-layer", "24", "--n-head", "32", "--n-embd", "2048", "--precisio
 def test_an_offer_too_small_for_the_model_is_left_out_with_the_reason():
     subject = suite_subject("gpt-ddp", GPT_1_3B, [])
     assert subject.shape.params == pytest.approx(1.3e9, rel=0.05) and subject.strategy == "DDP"
-    small = predict(subject, Config(offer("RTX 4090", 1, vram_gb=24), 1, 1, 0.4), [], EPOCH)
+    small = predict(subject, Config(offer("RTX 4090", 2, vram_gb=24), 2, 1, 0.8), [], EPOCH)
     assert small.basis == NO_FIT and small.throughput is None
     # 1.313e9 parameters: 4 bytes each, 4 of gradient, 8 of AdamW's moments, 4 of DDP's buckets
     assert small.left_out.startswith("1.3B with AdamW under DDP needs about 26 GB a GPU plus 2.4 GB a sequence")
-    assert small.left_out.endswith("this card has 24 GB: not even the model fits")
+    assert "this card has 24 GB: not even the model fits; FSDP over 2 GPUs" in small.left_out
+    # one GPU trains the model alone, without DDP's buckets
+    alone = predict(subject, Config(offer("RTX 4090", 1, vram_gb=24), 1, 1, 0.4), [], EPOCH)
+    assert alone.left_out.startswith("1.3B with AdamW on one GPU needs about 21 GB a GPU plus 2.4 GB a sequence")
+    assert alone.left_out.endswith("this card has 24 GB: batch 1 at most (asked 8)")
     assert predict(subject, Config(offer("H100 SXM", 1), 1, 1, 2.5), [], EPOCH).has_figure   # 80 GB
     forty = predict(subject, Config(offer("A100 PCIe", 1, vram_gb=40), 1, 1, 1.0), [], EPOCH)
-    assert forty.basis == NO_FIT and forty.left_out.endswith("this card has 40 GB: batch 5 at most (asked 8)")
+    assert forty.basis == NO_FIT and forty.left_out.endswith("this card has 40 GB: batch 7 at most (asked 8)")
     one_sequence = suite_subject("gpt-ddp", GPT_1_3B + ("--batch-size", "1"), [])
     assert predict(one_sequence, Config(offer("H100 SXM"), 1, 1, 2.5), [], EPOCH).has_figure
 

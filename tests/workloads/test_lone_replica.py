@@ -1,6 +1,6 @@
-"""In a world of one, mnist-ddp's DDP starts no all-reduce (the mean of one
-replica's gradients is those gradients): it trains exactly as the model alone
-does, and the hook is DDP's only at world size 1."""
+"""In a world of one a suite workload trains the model alone (harness.replicate):
+DDP's buckets and all-reduce would copy every gradient for nothing, and a user's
+single-GPU loop has neither. At any larger size the model is wrapped in DDP."""
 
 from __future__ import annotations
 
@@ -11,47 +11,36 @@ import pytest
 # torch, and the workloads that import it, are imported by the tests that use them
 
 
-@pytest.fixture
-def world_of_one(monkeypatch):
+@pytest.mark.slow  # harness imports torch
+def test_a_world_of_one_trains_the_model_alone_and_says_so():
     import harness
+    import torch
+    from mnist_ddp import Net
 
-    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(var, raising=False)
-    ctx = harness.setup_distributed()
-    try:
-        yield ctx
-    finally:
-        harness.teardown_distributed()
+    model = Net()
+    ctx = SimpleNamespace(world_size=1, device=torch.device("cpu"), local_rank=0)
+    assert harness.replicate(ctx, model) is model
+    assert harness.sharding_of(model, 1) == harness.ONE_PROCESS
+    assert harness.sharding_of(model, 2) is None  # a workload that shards says how itself
+    assert harness.sharding_of(None, 1) is None  # a bandwidth test has no model
 
 
 @pytest.mark.slow
-def test_a_world_of_one_trains_as_the_model_alone_without_an_allreduce(world_of_one):
+def test_a_larger_world_wraps_the_model_in_ddp(monkeypatch):
     import harness
     import torch
-    import torch.nn.functional as F
     from mnist_ddp import Net
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
-    torch.manual_seed(0)
-    alone = Net()
-    wrapped = harness.skip_lone_allreduce(world_of_one, DDP(Net()))
-    wrapped.module.load_state_dict(alone.state_dict())
-    assert wrapped._get_ddp_logging_data()["comm_hook"] == "lone_replica"
-    x, y = torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))
-    for model in (alone, wrapped):
-        model.eval()  # no dropout: the same forward on both sides
-        F.nll_loss(model(x), y).backward()
-    for a, b in zip(alone.parameters(), wrapped.module.parameters()):
-        assert torch.equal(a.grad, b.grad)
+    made = []
 
+    class FakeDDP(torch.nn.Module):
+        def __init__(self, module, device_ids=None):
+            super().__init__()
+            made.append((module, device_ids))
 
-@pytest.mark.slow  # harness imports torch
-def test_the_hook_is_only_for_a_world_of_one():
-    import harness
-
-    registered = []
-    model = SimpleNamespace(register_comm_hook=lambda state, hook: registered.append(hook))
-    assert harness.skip_lone_allreduce(SimpleNamespace(world_size=2), model) is model
-    assert registered == []
-    harness.skip_lone_allreduce(SimpleNamespace(world_size=1), model)
-    assert registered == [harness.lone_replica]
+    monkeypatch.setattr(harness, "DDP", FakeDDP)
+    model = Net()
+    wrapped = harness.replicate(SimpleNamespace(world_size=2, device=torch.device("cpu"),
+                                                local_rank=1), model)
+    assert isinstance(wrapped, FakeDDP) and made == [(model, None)]
+    assert harness.sharding_of(wrapped, 2) == "DDP (replicated)"
