@@ -17,13 +17,16 @@ loop      the mnist-ddp harness at one process and one thread against the
           sample a PIL image and then a normalised tensor, a DataLoader (batch 64,
           shuffled), zero_grad, forward, nll_loss, backward, step, a loss.item()
           print every 10 batches; no process group, no DDP.
-parts     where a difference between the two goes, in one process at one thread, the
-          variants' steps taking turns in blocks (R rounds), median step time of each,
-          wall and CPU (every thread of the process: robust to a shared machine):
-          the examples loop (its DataLoader); the same model fed from tensors; plus DDP
-          at world size 1; plus DDP with gradient_as_bucket_view; the harness's own
-          step (workloads/mnist_ddp.Trainer.step, as mnist-ddp runs it); and the
-          harness's per-step extras (the step timer and the progress hook) alone.
+parts     the same comparison inside one process at one thread, where a shared machine
+          cannot tilt it: the variants' steps take turns in blocks (R rounds, a fresh
+          random order each), median wall and CPU ms a step (CPU: every thread of the
+          process) and the harness's throughput over the plain loop's, round by round.
+          mnist: the examples loop (its DataLoader); the same model fed from tensors;
+          that with DDP at world size 1 (what harness.replicate spares a world of one);
+          the harness's own step (mnist_ddp.Trainer.step inside run_window's timer and
+          progress hook, as mnist-ddp runs it). gpt: the plain loop below; it with DDP
+          at world size 1; gpt_ddp.Trainer.step as gpt-ddp runs it. Then the per-step
+          extras (the step timer, the progress hook) alone.
 gpt       the gpt-ddp harness at one process and one thread against a plain loop of the
           same model (gpt_ddp.GPT, 4 layers of 256, 256 tokens, batch 2): nanoGPT's
           train.py loop (AdamW with its two weight-decay groups, zero_grad, forward with
@@ -33,15 +36,17 @@ command   one count of `gpubench run` against the torchrun it runs, typed by han
                    --results DIR -- --steps S
             B  OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 python -m torch.distributed.run \\
                    --standalone --nproc_per_node=1 workloads/mnist_ddp.py --steps S \\
-                   --record-file F
+                   --record-file F                  (its output read from a pipe)
+          --script: a user's script instead (this file's `examples` loop: gpubench
+          runs it under its step probe and watches its working directory).
           wall time of each whole command; and gpubench's time part by part
           (noted as it runs): its start (the interpreter, the import of its command
           line), parsing and planning, the machine-load window before the run, the
           run, the record and log, the report it prints (pandas, the table).
 
     .venv/bin/python benchmarks/overhead.py loop [--runs 5] [--steps 60] [--warmup 5]
-    .venv/bin/python benchmarks/overhead.py parts [--rounds 30]
-    .venv/bin/python benchmarks/overhead.py command [--runs 3] [--steps 30]
+    .venv/bin/python benchmarks/overhead.py parts [mnist|gpt] [--rounds 30]
+    .venv/bin/python benchmarks/overhead.py command [--runs 3] [--steps 30] [--script]
     .venv/bin/python benchmarks/overhead.py gpt [--runs 5] [--steps 20]
 """
 
@@ -56,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,6 +69,10 @@ WORKLOADS = REPO / "workloads"
 BATCH = 64
 LOG_INTERVAL = 10  # pytorch/examples mnist: --log-interval
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# Both sides of `command` run as from a user's shell, where Python keeps the bytecode it
+# compiles (__pycache__): a machine that sets PYTHONDONTWRITEBYTECODE would otherwise
+# compile every module of gpubench and of the workload at each start.
+AS_A_USER = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def load() -> str:
@@ -187,6 +197,75 @@ def parts(args) -> None:
     sys.path.insert(0, str(WORKLOADS))
     sys.path.insert(0, str(REPO / "benchmarks"))
     import harness
+
+    print(f"parts ({args.workload}): one process, one thread, {args.rounds} rounds of {args.block} "
+          f"steps each; {load()}")
+    ctx = harness.setup_distributed()  # a world of one, as `python mnist_ddp.py`
+    variants, theirs = (_mnist_variants if args.workload == "mnist" else _gpt_variants)(ctx, harness)
+    times, cpu = interleaved(variants, args.rounds, args.block)
+    base = next(iter(variants))
+    print(f"  {'':44s} {'wall ms':>8s} {'ratio':>6s} {'CPU ms':>8s} {'ratio':>6s}  (ratios: to "
+          f"the first row, median of each round's)")
+    for name in variants:
+        print(f"  {name:44s} {statistics.median(times[name]):8.2f} {_ratio(times, name, base):6.3f} "
+              f"{statistics.median(cpu[name]):8.2f} {_ratio(cpu, name, base):6.3f}")
+    ours = HARNESS_STEP
+    print(f"  the harness's throughput over the {theirs}'s: {_ratio(times, theirs, ours):.3f} (wall), "
+          f"{_ratio(cpu, theirs, ours):.3f} (CPU); median of each round's")
+    extras = _extras_ns(harness)
+    print(f"  the harness's per-step extras alone: step timer {extras[0]:.0f} ns, progress hook "
+          f"{extras[1]:.0f} ns a step (no line due); {load()}")
+    harness.teardown_distributed()
+
+
+HARNESS_STEP = "harness step (as the workload runs it)"
+
+
+def _ratio(values: dict[str, list[float]], name: str, base: str) -> float:
+    return statistics.median(a / b for a, b in zip(values[name], values[base]))
+
+
+def interleaved(variants: dict, rounds: int, block: int) -> tuple[dict, dict]:
+    """Each variant's wall and CPU ms a step (CPU: every thread of the process, robust to
+    a shared machine): after 3 warm-up steps each, `rounds` rounds in which every
+    variant runs `block` steps in a row, the variants in a fresh random order each round."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    done = {name: 0 for name in variants}
+    for name, step in variants.items():
+        for _ in range(3):
+            step(done[name])
+            done[name] += 1
+    rng = random.Random(0)
+    for _ in range(rounds):
+        names = list(variants)
+        rng.shuffle(names)
+        for name in names:
+            started, cpu_started = time.perf_counter(), time.process_time()
+            for _ in range(block):
+                variants[name](done[name])
+                done[name] += 1
+            times[name].append((time.perf_counter() - started) / block * 1000)
+            cpu[name].append((time.process_time() - cpu_started) / block * 1000)
+    return times, cpu
+
+
+def _harness_step(harness, step_fn, samples_per_step: int):
+    """run_window's body around a workload's step: the step timer, the step, the progress hook."""
+    import torch
+
+    timer = harness.StepTimer(torch.device("cpu"))
+    progress = harness.ProgressPrinter(samples_per_step, write=lambda line: None)
+
+    def step(i: int) -> None:
+        with timer.step():
+            step_fn(i)
+        progress.after_step(i + 1)
+    return step
+
+
+def _mnist_variants(ctx, harness) -> tuple[dict, str]:
+    import torch
     import mnist_data
     import torch.nn.functional as F
     from mnist_ddp import Net, Trainer
@@ -194,15 +273,12 @@ def parts(args) -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.data import DataLoader
 
-    print(f"parts: one process, one thread, {args.rounds} rounds of {args.block} steps each; "
-          f"{load()}")
-    ctx = harness.setup_distributed()  # a world of one, as `python mnist_ddp.py`
     split = mnist_data.synthetic()
     order = torch.randperm(len(split), generator=torch.Generator().manual_seed(0))
 
-    def fed_from_tensors(wrap: dict | None):
+    def fed_from_tensors(ddp: bool):
         torch.manual_seed(0)
-        model = Net() if wrap is None else DDP(Net(), **wrap)
+        model = DDP(Net()) if ddp else Net()
         optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
 
         def step(i: int) -> None:
@@ -235,51 +311,25 @@ def parts(args) -> None:
 
     trainer = Trainer(ctx, argparse.Namespace(batch_size=BATCH, seed=0, compile=False,
                                               precision="fp32"), split)
-    timer = harness.StepTimer(ctx.device)
-    progress = harness.ProgressPrinter(BATCH, write=lambda line: None)
+    examples = "pytorch/examples loop (its DataLoader)"
+    return {examples: examples_loop(),
+            "fed from tensors, no DDP": fed_from_tensors(False),
+            "+ DDP at world size 1 (what replicate spares)": fed_from_tensors(True),
+            HARNESS_STEP: _harness_step(harness, trainer.step, BATCH)}, examples
 
-    def harness_step(i: int) -> None:  # run_window's body: timer, step, progress hook
-        with timer.step():
-            trainer.step(i)
-        progress.after_step(i + 1)
 
-    variants = {
-        "examples loop (its DataLoader)": examples_loop(),
-        "fed from tensors, no DDP": fed_from_tensors(None),
-        "+ DDP at world size 1": fed_from_tensors({}),
-        "+ DDP, gradient_as_bucket_view": fed_from_tensors({"gradient_as_bucket_view": True}),
-        "harness step (mnist-ddp as it runs)": harness_step,
-    }
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    cpu: dict[str, list[float]] = {name: [] for name in variants}  # every thread of the process
-    done = {name: 0 for name in variants}
-    for name, step in variants.items():  # warm up each
-        for _ in range(3):
-            step(done[name])
-            done[name] += 1
-    rng = random.Random(0)
-    for _ in range(args.rounds):
-        names = list(variants)
-        rng.shuffle(names)
-        for name in names:
-            started, cpu_started = time.perf_counter(), time.process_time()
-            for _ in range(args.block):
-                variants[name](done[name])
-                done[name] += 1
-            times[name].append((time.perf_counter() - started) / args.block * 1000)
-            cpu[name].append((time.process_time() - cpu_started) / args.block * 1000)
-    base = "fed from tensors, no DDP"
-    print(f"  {'':38s} {'wall ms':>8s} {'ratio':>6s} {'CPU ms':>8s} {'ratio':>6s}  (ratios: to "
-          f"the loop fed from tensors, median of each round's)")
-    for name in variants:
-        wall_ratio = statistics.median(a / b for a, b in zip(times[name], times[base]))
-        cpu_ratio = statistics.median(a / b for a, b in zip(cpu[name], cpu[base]))
-        print(f"  {name:38s} {statistics.median(times[name]):8.2f} {wall_ratio:6.3f} "
-              f"{statistics.median(cpu[name]):8.2f} {cpu_ratio:6.3f}")
-    extras = _extras_ns(harness)
-    print(f"  the harness's per-step extras alone: step timer {extras[0]:.0f} ns, progress hook "
-          f"{extras[1]:.0f} ns a step (no line due); {load()}")
-    harness.teardown_distributed()
+def _gpt_variants(ctx, harness) -> tuple[dict, str]:
+    import torch
+    import gpt_ddp
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    cfg, batch = _gpt_config(gpt_ddp)
+    trainer = gpt_ddp.Trainer(ctx, argparse.Namespace(batch_size=batch, seed=0, compile=False,
+                                                      precision="fp32"), cfg)
+    plain = "plain loop (nanoGPT's train.py)"
+    return {plain: _plain_gpt_step(gpt_ddp, cfg, batch),
+            "+ DDP at world size 1 (what replicate spares)": _plain_gpt_step(gpt_ddp, cfg, batch, DDP),
+            HARNESS_STEP: _harness_step(harness, trainer.step, batch * cfg.block_size)}, plain
 
 
 def _extras_ns(harness) -> tuple[float, float]:
@@ -326,25 +376,46 @@ noted(machine_load, "before", "window")
 noted(local, "stream_process", "torchrun")
 noted(run_cmd, "_report", "report")
 try:
-    cli.main(sys.argv[1:])
+    cli.entry()
 finally:
     seen["end"] = time.perf_counter() - t0
     print(json.dumps(seen), file=sys.stderr)
 """
 
 
-def gpubench_run(steps: int, phases: list[dict]) -> float:
+@dataclass(frozen=True)
+class Counted:
+    """What one count runs: through gpubench (`run_argv`: gpubench run's own arguments)
+    and by hand (`script_argv`: torchrun's, after --nproc_per_node)."""
+
+    name: str
+    run_argv: tuple[str, ...]
+    script_argv: tuple[str, ...]
+
+
+def counted(script: bool, steps: int) -> Counted:
+    """mnist-ddp, a suite workload; or, with `script`, a user's script: this file's
+    pytorch/examples loop (`examples`), which gpubench runs under its step probe."""
+    if script:
+        argv = ("examples", "--steps", str(steps))
+        return Counted("a script (the pytorch/examples loop)", (str(Path(__file__).resolve()), "--", *argv),
+                       (str(Path(__file__).resolve()), *argv))
+    return Counted("mnist-ddp", ("mnist-ddp", "--", "--steps", str(steps)),
+                   (str(WORKLOADS / "mnist_ddp.py"), "--steps", str(steps)))
+
+
+def gpubench_run(what: Counted, phases: list[dict]) -> float:
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", INSTRUMENTED, "run", "mnist-ddp", "--gpus", "1",
+        done = subprocess.run([sys.executable, "-c", INSTRUMENTED, "run", what.run_argv[0], "--gpus", "1",
                                "--repeat", "1", "--force", "--quiet", "--results",
-                               str(Path(tmp) / "r"), "--", "--steps", str(steps)],
-                              cwd=tmp, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               str(Path(tmp) / "r"), *what.run_argv[1:]],
+                              env=AS_A_USER, cwd=tmp, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True, timeout=3600)
         whole = time.perf_counter() - started
         seen = json.loads(done.stderr.strip().splitlines()[-1])
         phases.append({
-            "python start (interpreter, site)": whole - seen["end"],
+            "python start and exit": whole - seen["end"],
             "import gpubench.cli": seen["imported"],
             "parse, open, plan (to the window)": seen["window begins"] - seen["imported"],
             "machine-load window before the run": seen["window ends"] - seen["window begins"],
@@ -356,24 +427,27 @@ def gpubench_run(steps: int, phases: list[dict]) -> float:
         return whole
 
 
-def torchrun_by_hand(steps: int) -> float:
+def torchrun_by_hand(what: Counted) -> float:
+    """The torchrun gpubench shows in its record, typed by hand: its output read from
+    a pipe to the end, as a terminal or `| tee` would take it."""
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
+        record = () if what.script_argv[0].endswith("overhead.py") else (
+            "--record-file", str(Path(tmp) / "record.json"))
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        "--nproc_per_node=1", str(WORKLOADS / "mnist_ddp.py"), "--steps", str(steps),
-                        "--record-file", str(Path(tmp) / "record.json")],
-                       env={**os.environ, **ONE_THREAD, "PYTHONUNBUFFERED": "1"}, cwd=tmp,
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=3600)
+                        "--nproc_per_node=1", what.script_argv[0], *record, *what.script_argv[1:]],
+                       env={**AS_A_USER, **ONE_THREAD, "PYTHONUNBUFFERED": "1"}, cwd=tmp,
+                       check=True, capture_output=True, timeout=3600)
         return time.perf_counter() - started
 
 
 def command(args) -> None:
-    print(f"command: one count of gpubench run against torchrun by hand, {args.steps} steps; "
-          f"{load()}")
+    what = counted(args.script, args.steps)
+    print(f"command: one count of gpubench run against torchrun by hand, {what.name}, "
+          f"{args.steps} steps; {load()}")
     phases: list[dict] = []
-    figures = alternate({"gpubench run": lambda: gpubench_run(args.steps, phases),
-                         "torchrun by hand": lambda: torchrun_by_hand(args.steps)}, args.runs)
+    figures = alternate({"gpubench run": lambda: gpubench_run(what, phases),
+                         "torchrun by hand": lambda: torchrun_by_hand(what)}, args.runs)
     for name, values in figures.items():
         print(median_line(name, values, "s"))
     ours, theirs = (statistics.median(v) for v in figures.values())
@@ -400,20 +474,19 @@ def gpt(args) -> None:
                  lambda: plain_run("gpt-plain", args.steps, args.warmup), "tokens/s", args.runs)
 
 
-def gpt_plain(args) -> None:
-    """nanoGPT's train.py loop over gpt_ddp.GPT: AdamW (its settings, two weight-decay
-    groups), random tokens made up front, zero_grad, forward with the loss, backward,
-    step; timed as the harness times its window."""
-    import torch
-
-    torch.set_num_threads(1)
-    sys.path.insert(0, str(WORKLOADS))
-    import gpt_ddp
-
+def _gpt_config(gpt_ddp):
     shape = dict(zip(GPT_SHAPE[::2], GPT_SHAPE[1::2]))
     cfg = gpt_ddp.GPTConfig(int(shape["--block-size"]), int(shape["--vocab-size"]), int(shape["--n-layer"]),
                             int(shape["--n-head"]), int(shape["--n-embd"]))
-    batch = int(shape["--batch-size"])
+    return cfg, int(shape["--batch-size"])
+
+
+def _plain_gpt_step(gpt_ddp, cfg, batch: int, wrap=None):
+    """nanoGPT's train.py loop over gpt_ddp.GPT: AdamW (its settings, two weight-decay
+    groups), random tokens made up front, zero_grad, forward with the loss, backward,
+    step; `wrap` (DDP) around the model, or none."""
+    import torch
+
     torch.manual_seed(0)
     model = gpt_ddp.GPT(cfg)
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -421,16 +494,33 @@ def gpt_plain(args) -> None:
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=6e-4, betas=(0.9, 0.95))
     tokens = torch.randint(0, cfg.vocab_size, (4, batch, cfg.block_size + 1))
-    model.train()
-    start = None
-    for step in range(args.warmup + args.steps):
-        if step == args.warmup:
-            start = time.perf_counter()
-        x, y = tokens[step % 4, :, :-1], tokens[step % 4, :, 1:]
+    module = wrap(model) if wrap else model
+    module.train()
+
+    def step(i: int) -> None:
+        x, y = tokens[i % 4, :, :-1], tokens[i % 4, :, 1:]
         optimizer.zero_grad(set_to_none=True)
-        loss = model(x, y)
+        loss = module(x, y)
         loss.backward()
         optimizer.step()
+    return step
+
+
+def gpt_plain(args) -> None:
+    """One run of the plain loop (_plain_gpt_step), timed as the harness times its window."""
+    import torch
+
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(WORKLOADS))
+    import gpt_ddp
+
+    cfg, batch = _gpt_config(gpt_ddp)
+    step = _plain_gpt_step(gpt_ddp, cfg, batch)
+    start = None
+    for i in range(args.warmup + args.steps):
+        if i == args.warmup:
+            start = time.perf_counter()
+        step(i)
     seconds = time.perf_counter() - start
     print(f"{args.steps} steps in {seconds:.3f} s: {args.steps * batch * cfg.block_size / seconds:.2f} tokens/s")
 
@@ -443,7 +533,11 @@ def main() -> None:
         p.add_argument("--runs", type=int, default=runs, help="runs of each side, alternating")
         p.add_argument("--steps", type=int, default=steps, help="measured steps")
         p.add_argument("--warmup", type=int, default=5, help="untimed warm-up steps")
+        if name == "command":
+            p.add_argument("--script", action="store_true",
+                           help="count a user's script (the pytorch/examples loop) instead of mnist-ddp")
     p = sub.add_parser("parts")
+    p.add_argument("workload", nargs="?", choices=("mnist", "gpt"), default="mnist")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--block", type=int, default=2, help="steps of one variant in a row")
     p = sub.add_parser("examples", help="one run of the pytorch/examples loop (loop's side B)")

@@ -21,7 +21,7 @@ def test_distribution_name_is_not_the_unrelated_pypi_gpubench():
     the command and the import package stay gpubench."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["name"] == "gpubench-ddp"
-    assert project["scripts"] == {"gpubench": "gpubench.cli:main"}
+    assert project["scripts"] == {"gpubench": "gpubench.cli:entry"}
     assert "matplotlib>=3.7" in project["optional-dependencies"]["plots"]
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
 from gpubench.onhost import machine_load
@@ -86,3 +87,14 @@ def main(argv: list[str] | None = None) -> None:
     if code == 130:  # typer turns Ctrl-C into exit code 130
         err("interrupted")
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def entry() -> None:
+    """The program (`gpubench`, `python -m gpubench`): main(), whose objects are then kept
+    out of the interpreter's last garbage collection: at exit it would walk every object
+    pandas, numpy and pydantic made, 0.15 s of a command on a 2-core machine
+    (benchmarks/overhead.py command), to free what the process's end frees anyway."""
+    try:
+        main()
+    finally:
+        gc.freeze()

@@ -98,8 +98,10 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
 
             points = points_to_run(target.cluster, launcher.machine(), points, [(ref.name, args)],
                                    store.directory, yes, ask, say)
+        from gpubench.report import preload
         from gpubench.sweep.predicted import WithPredictions   # each record with its forecast
 
+        preload.in_background()  # the table's pandas, while the runs go on
         plan, result = sweep_new_run(launcher, ref, points, args, WithPredictions(store), say, timeout,
                                      force, repeat, ask)
     _report(output, store, plan, result, ref.name)

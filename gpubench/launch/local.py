@@ -111,7 +111,7 @@ class LocalLauncher(Launcher):
             files_before = None if workload.in_suite else workdir_guard.snapshot(root, skip, own)
             load = machine_load.before(since=self._idle_since)
             watch = _Watching(run_id)
-            cpu_before = _children_cpu_seconds()
+            cpu_before, own_before = _children_cpu_seconds(), _own_cpu_seconds()
             # a suite workload samples its GPUs itself; a user's script is sampled from outside
             sampler = LocalSampler(local_indices(procs)) if self._gpus and not workload.in_suite else None
             start = time.perf_counter()
@@ -126,7 +126,8 @@ class LocalLauncher(Launcher):
             record = _read_record(record_file) if ok else None
             files = None if workload.in_suite else _settle(root, files_before, point, skip, own)
         self._idle_since = machine_load.mark()  # the run's processes are gone, reaped
-        measured = self._measured(workload, env, load, watched, _children_cpu_seconds() - cpu_before)
+        measured = self._measured(workload, env, load, watched, _children_cpu_seconds() - cpu_before,
+                                  _own_cpu_seconds() - own_before)
         failure = None if ok else explain(finished.tail, RunFacts(
             finished.returncode, finished.timed_out, timeout,
             peak_rss_bytes=measured.get("peak_rss_bytes"),
@@ -138,12 +139,12 @@ class LocalLauncher(Launcher):
                           failure, files)
 
     def _measured(self, workload: WorkloadRef, env: dict[str, str], load: dict, watched: dict,
-                  cpu_seconds: float) -> dict:
+                  cpu_seconds: float, own_cpu_seconds: float) -> dict:
         """The record fields gpubench measured around a run (record_schema: machine load,
         memory, threads, pinning, the device)."""
         figures = {k: v for k, v in load.items() if k in MACHINE_FIELDS}
         figures.update({k: v for k, v in watched.items() if k in MACHINE_FIELDS})
-        figures.update(machine_load.during(load, watched, cpu_seconds))
+        figures.update(machine_load.during(load, watched, cpu_seconds, own_cpu_seconds))
         figures["machine_busy"] = machine_load.busy_verdict(figures)
         figures["device"] = "cuda" if self._gpus else "cpu"
         figures["cpu_pinning"] = cpu_policy.NOT_PINNED if self._gpus else cpu_policy.pinning()
@@ -182,6 +183,13 @@ def _children_cpu_seconds() -> float:
     """CPU time of this process's finished children (and theirs, as each reaps its own):
     around a run, the whole of torchrun and its workers."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _own_cpu_seconds() -> float:
+    """CPU time of gpubench itself, every thread: its watcher, its reader of the run's
+    output, the report it loads meanwhile (gpubench.report.preload)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 

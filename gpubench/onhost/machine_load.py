@@ -169,10 +169,12 @@ class Watch:
                 "stat_end": cpu_stat(), "clock_end": time.time()}
 
 
-def during(started, ended, run_cpu_seconds):
+def during(started, ended, run_cpu_seconds, launcher_cpu_seconds=0.0):
     """The figures of a whole run from before() and Watch.summary(): the share of
     the cores' time other processes took while it ran, and the cores' worth of
-    CPU the run's own processes got."""
+    CPU the run's own processes got. `launcher_cpu_seconds`: what the process that
+    launched the run used meanwhile on the same machine (gpubench, loading its report
+    beside a local run): not other work."""
     out = {}
     wall = (ended.get("clock_end") or 0) - (started.get("clock_start") or 0)
     a, b = started.get("stat_start"), ended.get("stat_end")
@@ -181,7 +183,7 @@ def during(started, ended, run_cpu_seconds):
         out["run_cores_used"] = run_cpu_seconds / wall
     if a and b and b[1] > a[1] and run_cpu_seconds is not None:
         hz = os.sysconf("SC_CLK_TCK")
-        other = (b[0] - a[0] - run_cpu_seconds * hz) / (b[1] - a[1])
+        other = (b[0] - a[0] - (run_cpu_seconds + launcher_cpu_seconds) * hz) / (b[1] - a[1])
         out["other_cpu_share"] = min(1.0, max(0.0, other))
     return out
 

@@ -48,6 +48,9 @@ def test_other_processes_share_and_the_busy_verdict():
     assert figures["run_cpu_seconds"] == 12.0 and figures["run_cores_used"] == 1.2
     assert abs(figures["other_cpu_share"] - 0.2) < 1e-9
     assert machine_load.busy_verdict(figures) is None
+    # gpubench's own CPU meanwhile (loading its report beside a local run) is not other work
+    beside = machine_load.during(started, ended, run_cpu_seconds=12.0, launcher_cpu_seconds=2.0)
+    assert abs(beside["other_cpu_share"] - 0.1) < 1e-9
     assert machine_load.busy_verdict({"busy_before": 0.6, "other_cpu_share": 0.4}) == (
         "60% of the cores busy with other work as it started; "
         "other processes took 40% of the cores' time while it ran")
