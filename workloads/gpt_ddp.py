@@ -177,9 +177,9 @@ class Trainer:
             self.model = torch.compile(self.model)
         decay = [p for p in model.parameters() if p.dim() >= 2]
         no_decay = [p for p in model.parameters() if p.dim() < 2]
-        self.optimizer = torch.optim.AdamW(
+        self.optimizer = harness.adamw(
             [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=6e-4, betas=(0.9, 0.95), fused=ctx.device.type == "cuda")
+            lr=6e-4, betas=(0.9, 0.95))
         self.scaler = harness.grad_scaler(ctx, args.precision)
         g = torch.Generator(device=ctx.device).manual_seed(args.seed + ctx.rank)
         # one extra token per row: the targets are the inputs shifted by one
@@ -232,6 +232,7 @@ def run(workload: str, argv: list[str] | None,
             unit="tokens/s", model=trainer.model, sharding=trainer.wrapped.sharding,
             extra={"model": "gpt", **asdict(cfg), "non_embedding_params": trainer.n_params,
                    "params_preset": args.params, "data": "synthetic",
+                   "optimizer": harness.optimizer_name(trainer.optimizer),
                    "sequences_per_gpu": args.batch_size, "tokens_per_step": tokens_per_step,
                    "steps_per_epoch": steps_per_epoch, "epochs": steps / steps_per_epoch,
                    "tf32": args.tf32, "flops_per_token": flops_per_token, "size": size,
