@@ -97,7 +97,10 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
         confirm_or_stop(f"Rent {machines} on {provider} for this bench ({plan.describe()}; "
                         "terminated at the end unless --keep)?",
                         "nothing rented: pass --yes to rent without a terminal to confirm on", yes=yes)
-    with progress_for(output.as_json, quiet) as say:
+    from gpubench.report import preload
+
+    # the report's pandas is imported while the runs go on
+    with progress_for(output.as_json, quiet, on_run_start=preload.in_background) as say:
         req.ask = None if yes else _asking(output, say)   # mid-bench questions (a slow link)
         result = (bench_cluster(req, plan, store, say) if nodes is not None
                   else run_bench(req, store, say, plan=plan, ask=None if yes else _asking(output, say)))

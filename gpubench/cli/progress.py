@@ -177,9 +177,11 @@ class Progress(LiveDisplay):
 
     def __init__(self, console: Console | None = None, quiet: bool = False,
                  live: bool | None = None, clock: Callable[[], float] = time.monotonic,
-                 plain_every_s: float = PLAIN_EVERY_S) -> None:
+                 plain_every_s: float = PLAIN_EVERY_S,
+                 on_run_start: Callable[[], None] | None = None) -> None:
         super().__init__(console, quiet, live, clock, plain_every_s)
         self.run: RunState | None = None
+        self._on_run_start = on_run_start  # called as each run starts, outside the lock
         self._said = ("", self.started_at)       # the last plain line, and when
         self._plain_step_at = float("-inf")
 
@@ -189,6 +191,8 @@ class Progress(LiveDisplay):
         # Live holds its own lock while it asks for __rich__ (which takes ours).
         with self._lock:
             shown = self._take(line, self.clock())
+        if isinstance(line, RunStarted) and self._on_run_start is not None:
+            self._on_run_start()
         if shown is not None:
             self.console.print(shown, markup=False, highlight=False)
 
@@ -243,7 +247,9 @@ def _spinning(text: Text) -> Table:
 
 
 
-def progress_for(as_json: bool, quiet: bool) -> Progress:
+def progress_for(as_json: bool, quiet: bool, on_run_start: Callable[[], None] | None = None) -> Progress:
     """The display for a command: on stdout for people, on stderr when stdout carries
-    one JSON document for a program."""
-    return Progress(Console(stderr=as_json, highlight=False, soft_wrap=True), quiet=quiet)
+    one JSON document for a program. `on_run_start`: called as each run starts (the
+    command's own work done, its wait on the run begun)."""
+    return Progress(Console(stderr=as_json, highlight=False, soft_wrap=True), quiet=quiet,
+                    on_run_start=on_run_start)

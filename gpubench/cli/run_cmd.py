@@ -83,7 +83,10 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
     if preflight:
         with output.prompts():
             _preflight(target, remote_python, yes, output.say)
-    with progress_for(output.as_json, quiet) as say, \
+    from gpubench.report import preload
+
+    # the table's pandas is imported while the runs go on
+    with progress_for(output.as_json, quiet, on_run_start=preload.in_background) as say, \
             open_launcher(target, replace(options, echo=say)) as launcher:
         points = sweep_points(launcher.machine(), asked)
         if dry_run:
@@ -98,10 +101,8 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
 
             points = points_to_run(target.cluster, launcher.machine(), points, [(ref.name, args)],
                                    store.directory, yes, ask, say)
-        from gpubench.report import preload
         from gpubench.sweep.predicted import WithPredictions   # each record with its forecast
 
-        preload.in_background()  # the table's pandas, while the runs go on
         plan, result = sweep_new_run(launcher, ref, points, args, WithPredictions(store), say, timeout,
                                      force, repeat, ask)
     _report(output, store, plan, result, ref.name)

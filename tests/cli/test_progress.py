@@ -185,3 +185,14 @@ def test_the_sweep_says_each_runs_start_steps_and_end_as_events(tmp_path):
     assert not any("GPUBENCH_PROGRESS" in s for s in said)
     log = (tmp_path / "logs" / "r1" / "1gpu-r1.log").read_text()
     assert "hello" in log and "GPUBENCH_PROGRESS" not in log  # kept out of the run's log
+
+
+def test_each_run_start_is_heard_by_the_command_and_nothing_else_is():
+    heard = []
+    out, _ = console(False)
+    progress = Progress(out, on_run_start=lambda: heard.append(len(heard)))
+    progress.say("checking the machine")
+    progress.say(started(1, 2))
+    progress.say(RunEnded("[2 gpus] done after 3.0 s", ok=True))
+    progress.say(started(2, 2))
+    assert heard == [0, 1]
