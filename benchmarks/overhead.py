@@ -1,10 +1,12 @@
-"""What the mnist-ddp harness and `gpubench run` cost over the same work done by hand.
+"""What the suite's harness and `gpubench run` cost over the same work done by hand.
 
-Each comparison runs its two sides in turn (A B A B ...) N times, each run a fresh
-process started from a temporary directory, so that both sides see the same machine
-load; it prints each side's runs, their medians and the ratio, and the load average
-(on a machine shared with other work, only the medians of alternating runs mean
-anything).
+Each comparison but `parts` runs its two sides in turn (A B A B ...) N times, each run
+a fresh process started from a temporary directory, so that both sides see the same
+machine load; it prints each side's runs, their medians and the ratio (the median of
+each pair's), and the load average. On a shared machine runs of one side spread by
+15% or more; `parts` compares the steps inside one process, where that cannot tilt
+the result, and `command` also gives gpubench's own time part by part. `all` runs
+every comparison in turn and ends with their figures side by side.
 
 loop      the mnist-ddp harness at one process and one thread against the
           pytorch/examples training loop at one thread: the same Net, batch 64,
@@ -44,6 +46,7 @@ command   one count of `gpubench run` against the torchrun it runs, typed by han
           line), parsing and planning, the machine-load window before the run, the
           run, the record and log, the report it prints (pandas, the table).
 
+    .venv/bin/python benchmarks/overhead.py all     # each below in turn, then their figures
     .venv/bin/python benchmarks/overhead.py loop [--runs 5] [--steps 60] [--warmup 5]
     .venv/bin/python benchmarks/overhead.py parts [mnist|gpt] [--rounds 30]
     .venv/bin/python benchmarks/overhead.py command [--runs 3] [--steps 30] [--script]
@@ -125,7 +128,7 @@ def plain_run(mode: str, steps: int, warmup: int) -> float:
         return float(done.stdout.strip().splitlines()[-1].split()[-2])
 
 
-def side_by_side(title: str, ours: str, theirs: str, run_ours, run_theirs, unit: str, runs: int) -> None:
+def side_by_side(title: str, ours: str, theirs: str, run_ours, run_theirs, unit: str, runs: int) -> float:
     """Our loop and theirs in turn, `runs` times each; medians and the ratio."""
     print(f"{title}; {load()}")
     figures = alternate({ours: run_ours, theirs: run_theirs}, runs)
@@ -134,10 +137,11 @@ def side_by_side(title: str, ours: str, theirs: str, run_ours, run_theirs, unit:
     a, b = (statistics.median(v) for v in figures.values())
     print(f"  ratio {ours} / {theirs}: {a / b:.3f} (of the medians), "
           f"{paired(figures):.3f} (the median of each pair's); {load()}")
+    return paired(figures)
 
 
-def loop(args) -> None:
-    side_by_side(f"loop: mnist-ddp harness against the pytorch/examples loop, one process, one thread, "
+def loop(args) -> float:
+    return side_by_side(f"loop: mnist-ddp harness against the pytorch/examples loop, one process, one thread, "
                  f"{args.steps} steps after {args.warmup}", "mnist-ddp harness", "pytorch/examples loop",
                  lambda: workload_run("mnist_ddp.py", (), args.steps, args.warmup),
                  lambda: plain_run("examples", args.steps, args.warmup), "samples/s", args.runs)
@@ -190,7 +194,7 @@ def _examples_dataset(mnist_data, dataset_class):
 
 
 # ---------------------------------------------------------------------- parts
-def parts(args) -> None:
+def parts(args) -> float:
     import torch
 
     torch.set_num_threads(1)
@@ -216,6 +220,7 @@ def parts(args) -> None:
     print(f"  the harness's per-step extras alone: step timer {extras[0]:.0f} ns, progress hook "
           f"{extras[1]:.0f} ns a step (no line due); {load()}")
     harness.teardown_distributed()
+    return _ratio(times, theirs, ours)
 
 
 HARNESS_STEP = "harness step (as the workload runs it)"
@@ -441,7 +446,7 @@ def torchrun_by_hand(what: Counted) -> float:
         return time.perf_counter() - started
 
 
-def command(args) -> None:
+def command(args) -> float:
     what = counted(args.script, args.steps)
     print(f"command: one count of gpubench run against torchrun by hand, {what.name}, "
           f"{args.steps} steps; {load()}")
@@ -460,6 +465,7 @@ def command(args) -> None:
     print(f"    {'all but torchrun':40s} {statistics.median(besides):7.3f} s, "
           f"{statistics.median(besides) / theirs:.1%} of the by-hand median (the end-to-end "
           f"ratio moves with the machine by more than that)")
+    return statistics.median(besides) / theirs
 
 
 # ---------------------------------------------------------------------- gpt
@@ -468,8 +474,8 @@ GPT_SHAPE = ("--n-layer", "4", "--n-head", "4", "--n-embd", "256", "--block-size
              "--vocab-size", "8192", "--batch-size", "2")
 
 
-def gpt(args) -> None:
-    side_by_side(f"gpt: gpt-ddp harness against a plain loop of the same model (nanoGPT's train.py "
+def gpt(args) -> float:
+    return side_by_side(f"gpt: gpt-ddp harness against a plain loop of the same model (nanoGPT's train.py "
                  f"loop, no process group), one process, one thread, {' '.join(GPT_SHAPE)}, "
                  f"{args.steps} steps after {args.warmup}", "gpt-ddp harness", "plain loop",
                  lambda: workload_run("gpt_ddp.py", GPT_SHAPE, args.steps, args.warmup),
@@ -527,6 +533,30 @@ def gpt_plain(args) -> None:
     print(f"{args.steps} steps in {seconds:.3f} s: {args.steps * batch * cfg.block_size / seconds:.2f} tokens/s")
 
 
+def everything(args) -> None:
+    """Every comparison in one run, in turn, then their headline figures together."""
+    def with_(**given):
+        return argparse.Namespace(**{"warmup": 5, **given})
+
+    rows = [
+        ("parts mnist --rounds 20", "mnist-ddp harness step / pytorch/examples loop, one process (wall)",
+         parts(with_(workload="mnist", rounds=20, block=2)), ">= 1.0"),
+        ("parts gpt --rounds 12", "gpt-ddp harness step / plain nanoGPT loop, one process (wall)",
+         parts(with_(workload="gpt", rounds=12, block=2)), ">= 1.0"),
+        ("loop --runs 5 --steps 60", "mnist-ddp harness / pytorch/examples loop, processes in turn",
+         loop(with_(runs=5, steps=60)), ">= 1.0"),
+        ("gpt --runs 5 --steps 20", "gpt-ddp harness / plain nanoGPT loop, processes in turn",
+         gpt(with_(runs=5, steps=20)), ">= 1.0"),
+        ("command --runs 5 --steps 30", "gpubench's own time / torchrun by hand, mnist-ddp",
+         command(with_(runs=5, steps=30, script=False)), "<= 0.05"),
+        ("command --runs 5 --steps 30 --script", "gpubench's own time / torchrun by hand, a script",
+         command(with_(runs=5, steps=30, script=True)), "<= 0.05"),
+    ]
+    print(f"\nall, {time.strftime('%Y-%m-%d %H:%M')}, {load()}:")
+    for how, what, figure, target in rows:
+        print(f"  {what:70s} {figure:6.3f}  (target {target}; overhead.py {how})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -538,6 +568,7 @@ def main() -> None:
         if name == "command":
             p.add_argument("--script", action="store_true",
                            help="count a user's script (the pytorch/examples loop) instead of mnist-ddp")
+    sub.add_parser("all", help="every comparison in one run, then their figures together")
     p = sub.add_parser("parts")
     p.add_argument("workload", nargs="?", choices=("mnist", "gpt"), default="mnist")
     p.add_argument("--rounds", type=int, default=30)
@@ -550,7 +581,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args()
     {"loop": loop, "parts": parts, "command": command, "examples": examples, "gpt": gpt,
-     "gpt-plain": gpt_plain}[args.what](args)
+     "gpt-plain": gpt_plain, "all": everything}[args.what](args)
 
 
 if __name__ == "__main__":
