@@ -204,6 +204,7 @@ def parts(args) -> float:
 
     print(f"parts ({args.workload}): one process, one thread, {args.rounds} rounds of {args.block} "
           f"steps each; {load()}")
+    given = {var for var in ("MASTER_ADDR", "MASTER_PORT") if var in os.environ}
     ctx = harness.setup_distributed()  # a world of one, as `python mnist_ddp.py`
     variants, theirs = (_mnist_variants if args.workload == "mnist" else _gpt_variants)(ctx, harness)
     times, cpu = interleaved(variants, args.rounds, args.block)
@@ -220,6 +221,9 @@ def parts(args) -> float:
     print(f"  the harness's per-step extras alone: step timer {extras[0]:.0f} ns, progress hook "
           f"{extras[1]:.0f} ns a step (no line due); {load()}")
     harness.teardown_distributed()
+    for var in ("MASTER_ADDR", "MASTER_PORT"):  # set for this world of one: not for later runs
+        if var not in given:
+            os.environ.pop(var, None)
     return _ratio(times, theirs, ours)
 
 
