@@ -106,7 +106,7 @@ def replicate(ctx: Dist, model: torch.nn.Module) -> torch.nn.Module:
     """`model` wrapped in DDP, one replica per process; in a world of one, the model
     itself. One replica's gradients are already their mean, and DDP at world size 1
     still copies every gradient into its buckets and hands them to an all-reduce:
-    3 to 4% of a CPU step (benchmarks/overhead.py parts). A single-device trainer
+    3 to 6% of a CPU step (benchmarks/overhead.py parts). A single-device trainer
     (Lightning's, Accelerate's, the Hugging Face Trainer's) does not wrap one process
     either: the 1-GPU baseline of a speedup is the training loop alone."""
     if ctx.world_size == 1:

@@ -110,6 +110,9 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
 def _report(output, store, refs, result) -> None:
     """Each workload's table, the spread across hosts, and exit 1 if a run failed or
     the budget stopped the bench."""
+    from gpubench.report import preload
+
+    preload.finished()  # its import of pandas, not a second one beside it
     from gpubench.report.hosts import host_sections
     from gpubench.report.render import render_report, render_section
 

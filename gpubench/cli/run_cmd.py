@@ -116,6 +116,9 @@ def _report(output, store, plan, result, workload: str) -> None:
     else:
         output.say("\nevery count of the sweep was already recorded; nothing ran (--force runs them again)\n")
 
+    from gpubench.report import preload
+
+    preload.finished()  # its import of pandas, not a second one beside it
     from gpubench.report.render import render_report  # pandas: only once there is a report
 
     loaded = store.load()

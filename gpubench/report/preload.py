@@ -2,11 +2,12 @@
 at the end does not wait for it (0.3 to 0.4 s on a 2-core machine: a tenth of a short
 run's own time, benchmarks/overhead.py command).
 
-Only third-party modules are imported here, none of gpubench's own: the main thread
-may import those meanwhile, and two threads importing the same circle of modules can
-each hold what the other waits for. The thread starts once gpubench has nothing left to
-do but wait on the run (the run's processes started), so it takes no time from gpubench
-itself; its CPU counts as gpubench's, not as other work on the machine
+Only third-party modules are imported here, none of gpubench's own, which the main
+thread may import meanwhile; and the main thread waits for this one (finished()) before
+it imports the report itself: two threads importing the same circle of modules (pandas
+has some) could each hold what the other waits for. The thread starts as the first run
+starts, when gpubench has nothing left to do but wait on it, so it takes no time from
+gpubench itself; its CPU counts as gpubench's, not as other work on the machine
 (launch.local: machine_load.during).
 """
 
@@ -16,6 +17,7 @@ import importlib
 import threading
 
 MODULES = ("pandas",)  # the report's heavy imports (numpy with it)
+WAIT_S = 60.0  # at the most, for an import that hangs (a broken install)
 
 _started: list[threading.Thread] = []
 
@@ -36,3 +38,9 @@ def _import_all() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001  the report imports it again and says what is wrong
             return
+
+
+def finished() -> None:
+    """Wait for the thread, if one was started: call before importing the report."""
+    if _started:
+        _started[0].join(WAIT_S)

@@ -13,7 +13,8 @@ assert "pandas" not in sys.modules
 preload.in_background()
 preload.in_background()  # once per process
 assert len(preload._started) == 1
-preload._started[0].join(60)
+preload.finished()
+assert not preload._started[0].is_alive()
 import pandas  # found done
 print("pandas" in sys.modules, preload._started[0].name)
 """
