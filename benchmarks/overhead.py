@@ -158,13 +158,8 @@ def examples(args) -> None:
     from mnist_ddp import Net
     from mnist_loader import PerSampleMNIST
     import torch.nn.functional as F
-    from torch.utils.data import DataLoader
 
-    torch.manual_seed(0)
-    loader = DataLoader(_examples_dataset(mnist_data, PerSampleMNIST), batch_size=BATCH,
-                        shuffle=True)
-    model = Net()
-    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    loader, model, optimizer = _examples_setup(mnist_data, Net, PerSampleMNIST)
     model.train()
     start = None
     for batch_idx, (data, target) in enumerate(loader):
@@ -182,6 +177,18 @@ def examples(args) -> None:
                   f"Loss: {loss.item():.6f}")
     seconds = time.perf_counter() - start
     print(f"{args.steps} steps in {seconds:.3f} s: {args.steps * BATCH / seconds:.2f} samples/s")
+
+
+def _examples_setup(mnist_data, net_class, dataset_class):
+    """pytorch/examples' set-up: its DataLoader (batch 64, shuffled) over per-sample
+    pictures, the Net, Adadelta (lr 1.0)."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    torch.manual_seed(0)
+    loader = DataLoader(_examples_dataset(mnist_data, dataset_class), batch_size=BATCH, shuffle=True)
+    model = net_class()
+    return loader, model, torch.optim.Adadelta(model.parameters(), lr=1.0)
 
 
 def _examples_dataset(mnist_data, dataset_class):
@@ -280,7 +287,6 @@ def _mnist_variants(ctx, harness) -> tuple[dict, str]:
     from mnist_ddp import Net, Trainer
     from mnist_loader import PerSampleMNIST
     from torch.nn.parallel import DistributedDataParallel as DDP
-    from torch.utils.data import DataLoader
 
     split = mnist_data.synthetic()
     order = torch.randperm(len(split), generator=torch.Generator().manual_seed(0))
@@ -299,12 +305,8 @@ def _mnist_variants(ctx, harness) -> tuple[dict, str]:
         return step
 
     def examples_loop():
-        torch.manual_seed(0)
-        loader = DataLoader(_examples_dataset(mnist_data, PerSampleMNIST), batch_size=BATCH,
-                            shuffle=True)
+        loader, model, optimizer = _examples_setup(mnist_data, Net, PerSampleMNIST)
         batches = iter(loader)
-        model = Net()
-        optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
 
         def step(_i: int) -> None:
             nonlocal batches
@@ -328,7 +330,6 @@ def _mnist_variants(ctx, harness) -> tuple[dict, str]:
 
 
 def _gpt_variants(ctx, harness) -> tuple[dict, str]:
-    import torch
     import gpt_ddp
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -400,6 +401,7 @@ class Counted:
     name: str
     run_argv: tuple[str, ...]
     script_argv: tuple[str, ...]
+    in_suite: bool  # a suite workload: by hand, it is given --record-file as gpubench gives it
 
 
 def counted(script: bool, steps: int) -> Counted:
@@ -408,9 +410,9 @@ def counted(script: bool, steps: int) -> Counted:
     if script:
         argv = ("examples", "--steps", str(steps))
         return Counted("a script (the pytorch/examples loop)", (str(Path(__file__).resolve()), "--", *argv),
-                       (str(Path(__file__).resolve()), *argv))
+                       (str(Path(__file__).resolve()), *argv), in_suite=False)
     return Counted("mnist-ddp", ("mnist-ddp", "--", "--steps", str(steps)),
-                   (str(WORKLOADS / "mnist_ddp.py"), "--steps", str(steps)))
+                   (str(WORKLOADS / "mnist_ddp.py"), "--steps", str(steps)), in_suite=True)
 
 
 def gpubench_run(what: Counted, phases: list[dict]) -> float:
@@ -440,8 +442,7 @@ def torchrun_by_hand(what: Counted) -> float:
     """The torchrun gpubench shows in its record, typed by hand: its output read from
     a pipe to the end, as a terminal or `| tee` would take it."""
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
-        record = () if what.script_argv[0].endswith("overhead.py") else (
-            "--record-file", str(Path(tmp) / "record.json"))
+        record = ("--record-file", str(Path(tmp) / "record.json")) if what.in_suite else ()
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
                         "--nproc_per_node=1", what.script_argv[0], *record, *what.script_argv[1:]],

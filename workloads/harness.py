@@ -33,7 +33,7 @@ import record_schema
 from flags import check_positive, common_parser  # noqa: F401  (the flags every workload shares)
 from gpu_monitor import GpuMonitor
 from pg_timeout import collective_timeout
-from record_schema import SCHEMA_VERSION
+from record_schema import ONE_PROCESS, REPLICATED, SCHEMA_VERSION
 
 
 # --------------------------------------------------------------------------- DDP
@@ -97,9 +97,6 @@ def grad_scaler(ctx: Dist, precision: str) -> torch.amp.GradScaler:
     """fp16 needs loss scaling to keep small gradients from flushing to zero;
     bf16 and fp32 do not (the scaler is then a pass-through)."""
     return torch.amp.GradScaler(ctx.device.type, enabled=precision == "fp16")
-
-
-ONE_PROCESS = "none (a world of one: the model alone, no DDP)"  # the record's sharding
 
 
 def replicate(ctx: Dist, model: torch.nn.Module) -> torch.nn.Module:
@@ -391,12 +388,12 @@ def train_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) 
 
 
 def sharding_of(model: torch.nn.Module | None, world_size: int) -> str | None:
-    """'DDP (replicated)' for a DDP-wrapped model (compiled or not), ONE_PROCESS for a
+    """REPLICATED for a DDP-wrapped model (compiled or not), ONE_PROCESS for a
     model that replicate() left alone in a world of one; None otherwise: a workload
     that shards says how itself (build_record's `sharding`)."""
     inner = getattr(model, "_orig_mod", model)  # torch.compile's wrapper
     if isinstance(inner, DDP):
-        return "DDP (replicated)"
+        return REPLICATED
     return ONE_PROCESS if model is not None and world_size == 1 else None
 
 

@@ -24,6 +24,10 @@ from dataclasses import dataclass
 
 SCHEMA_VERSION = 1  # records before version 1 may use older names: Field.old_names
 
+# `sharding` values the harness writes (harness.sharding_of) and gpubench reads back
+REPLICATED = "DDP (replicated)"  # one whole replica per process, DDP's all-reduce
+ONE_PROCESS = "none (a world of one: the model alone, no DDP)"  # harness.replicate at world 1
+
 # Who fills a field.
 WORKLOAD = "workload"  # the workload's harness, on the machine
 GPUBENCH = "gpubench"  # gpubench, when the run is over
@@ -289,7 +293,8 @@ FIELDS: tuple[Field, ...] = (
       "runs by: 'cuda allocated' (peak_memory_bytes) or 'process peak RSS (CPU)' "
       "(process_peak_rss_bytes)", WORKLOAD),
     F("sharding", str, "", "how the model's parameters are spread over the processes: "
-      "'DDP (replicated)', 'FSDP2 full shard per block + root'; null without a model",
+      "'DDP (replicated)', 'none (a world of one: the model alone, no DDP)' at one process, "
+      "'FSDP2 full shard per block + root'; null without a model",
       WORKLOAD),
     F("param_bytes_per_process", int, "bytes", "bytes of parameters one process holds (its "
       "FSDP shards; a DDP replica whole), the largest over the ranks; null without a model",

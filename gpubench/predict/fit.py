@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from gpubench.predict import gpu_specs, ops
 from gpubench.predict.basis import step_args
 from gpubench.predict.verdict import interval
+from gpubench.workloads.record_schema import REPLICATED
 
 THROUGHPUT_CONSTANTS = ("e_flop", "e_bw", "host_per_kernel", "host_per_view", "host_per_step", "overlap_p",
                         "compile_bytes", "compile_host", "fsdp_host_per_unit", "low_precision_bytes")
@@ -36,7 +37,6 @@ PRIOR_WEIGHT = 0.02          # per constant, on its log-distance from the starti
 UPPER = {"low_precision_bytes": 2.0, "e_flop": 1.0, "e_bw": 1.0, "compile_bytes": 1.0, "compile_host": 1.0, "compile_activations": 1.0}
 LOWER = {"overlap_p": 1.0, "low_precision_bytes": 0.5}
 ITERATIONS = 3000
-DDP_SHARDING = "DDP (replicated)"  # workloads/harness.py: a record made under a DDP wrapper
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def points(records: list[dict]) -> list[Point]:
         config = ops.config_for(str(r.get("workload")), list(r.get("workload_args") or []))
         if spec is None or config is None:
             continue
-        if r.get("sharding") == DDP_SHARDING:  # at one GPU: made before harness.replicate
+        if r.get("sharding") == REPLICATED:  # at one GPU: made before harness.replicate
             config = replace(config, ddp_at_one=True)
         key = (spec, config, step_args(r.get("workload_args") or []))
         grouped.setdefault(key, []).append(r)
