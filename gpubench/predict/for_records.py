@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 
-from gpubench.predict.advise import NO_BASIS, Config, Subject, Work, predict
+from gpubench.predict.advise import NO_BASIS, Config, Work, predict
 from gpubench.predict.model import ASSUMED, MEASURED, Figure, Link, StepInputs, step_time
 from gpubench.predict.subject import NoSubject, suite_subject
 from gpubench.providers.common import Offer
