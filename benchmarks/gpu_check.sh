@@ -4,6 +4,7 @@
 # and lightning but no network:
 #
 #   bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M] [--only STEPS]
+#                                       [--nanogpt DIR]
 #
 #   1. nvidia-smi and nvidia-smi -q saved; the preflight gate run against this card, every
 #      check's value and verdict (benchmarks/gpu_check_gate.py).
@@ -16,6 +17,9 @@
 #   4. benchmarks/workload_suite.py at real sizes (with the device's matrix-product and
 #      copy ceilings), time-boxed.
 #   5. The manual's Lightning example (docs/running.md) through `gpubench run` at one GPU.
+#   6. Only when --only names it: `speed`, the suite's speed against nanoGPT's (its source
+#      in --nanogpt DIR) and `gpubench run` against torchrun by hand (benchmarks/gpu_speed.py:
+#      speed.json, records in results/). About 6 minutes: with `install`, nothing else.
 #   Last, every record in one report (report.md) and a line per record (records.txt).
 #
 # OUTDIR gets each step's output (<step>.txt), steps.txt (each step's exit code and
@@ -24,24 +28,25 @@
 # device-ceilings.json, suite.txt, report.md. --archive FILE packs OUTDIR into FILE after
 # every step, so a run cut short still leaves what it did. No step stops the others;
 # each has its own time limit, within --minutes (default 7.5) in all. --only runs some
-# of them (comma-separated: install, gate, predict, run, suite, lightning, report); the
-# card's nvidia-smi is always saved.
+# of them (comma-separated: install, gate, predict, run, suite, lightning, report, speed);
+# the card's nvidia-smi is always saved.
 #
 # Without a GPU every step runs in its CPU form (tiny sizes, gloo): a check of this
 # script and of the plumbing, not a figure.
 set -uo pipefail
 
-usage="usage: bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M] [--only STEPS]"
-all_steps=install,gate,predict,run,suite,lightning,report
+usage="usage: bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M] [--only STEPS] [--nanogpt DIR]"
+all_steps=install,gate,predict,run,suite,lightning,report,speed
 out=${1:?$usage}
 shift
-wheels="" archive="" minutes=7.5 only=$all_steps
+wheels="" archive="" minutes=7.5 only=${all_steps%,speed} nanogpt=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) wheels=$(cd "${2:?$usage}" && pwd) || exit 2; shift 2 ;;
         --archive) archive=${2:?$usage}; shift 2 ;;
         --minutes) minutes=${2:?$usage}; shift 2 ;;
         --only) only=${2:?$usage}; shift 2 ;;
+        --nanogpt) nanogpt=$(cd "${2:?$usage}" && pwd) || exit 2; shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
@@ -57,7 +62,7 @@ trap 'rm -rf "$work"' EXIT
 deadline=$(( SECONDS + $(awk -v m="$minutes" 'BEGIN { print int(m * 60) }') ))
 results="$out/results"
 mkdir -p "$results"
-echo "bash benchmarks/gpu_check.sh $out${wheels:+ --wheels $wheels}${archive:+ --archive $archive} --minutes $minutes" \
+echo "bash benchmarks/gpu_check.sh $out${wheels:+ --wheels $wheels}${archive:+ --archive $archive} --minutes $minutes --only $only${nanogpt:+ --nanogpt $nanogpt}" \
     > "$out/command.txt"
 : > "$out/steps.txt"
 
@@ -166,6 +171,12 @@ print(re.search(r"```python\n(.*?)```", text, re.S).group(1))
 EOF
 (cd "$work/lightning" && step lightning 120 gpubench run ./lightning_example.py --gpus 1 --repeat 1 \
     --results "$results" --quiet)
+
+# -- 6. speed against nanoGPT, and around the run (only when asked for) -------------------
+speed_limit=$(( deadline - SECONDS - 20 ))
+step speed "$speed_limit" "$python" "$root/benchmarks/gpu_speed.py" --out "$out" \
+    ${nanogpt:+--nanogpt "$nanogpt"} --minutes "$(awk -v s="$speed_limit" 'BEGIN { print (s - 15) / 60 }')"
+[ -f "$out/records.jsonl" ] && cp "$out/records.jsonl" "$results/speed.jsonl"
 
 # -- every record, in one report ---------------------------------------------------------
 step report 40 gpubench report --results "$results" --format markdown
