@@ -5,8 +5,8 @@
 Run from a checkout on a machine with a CUDA GPU, gpubench importable (gpu_check.sh's
 `speed` step installs it and calls this), and nanoGPT's source in --nanogpt (karpathy/
 nanoGPT: bench.py, train.py, model.py, configurator.py; the machine needs no network).
-Each comparison is one run a side, the sides back to back, except the last two, which
-alternate:
+Each comparison is one run a side, the sides back to back, except the two through
+`gpubench run`, whose sides alternate after one untimed run each:
 
   gpt-ddp vs bench.py, compiled   workloads/gpt_ddp.py under torchrun (GPT-2 124M, 12 x 1024
                                   tokens, bf16, --compile, 30 steps after 10) against
@@ -22,8 +22,11 @@ alternate:
                                   through `gpubench run ./train.py --gpus 1` against
                                   `torchrun --standalone --nproc_per_node=1 train.py`, N pairs
                                   in turn: the median of the pairs' ratios (target <= 1.05)
-  mnist-ddp: gpubench's own time  benchmarks/overhead.py command on this machine: gpubench's
-                                  own time over the by-hand run's          (target <= 0.05)
+  mnist-ddp through gpubench      benchmarks/overhead.py command on this machine: gpubench's
+                                  own time over the by-hand run's (target <= 0.05), and the
+                                  whole command's ratio, pair by pair     (target <= 1.05)
+  MFU at batch 32, compiled       last, if time is left: where a step's fixed costs weigh
+                                  less                                    (target >= 0.45)
 
 A "mean step" is the measured window's wall time over its steps: bench.py reports that, so
 ours is read the same way (the record's wall_seconds / steps), not its median.
@@ -40,10 +43,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,6 +166,15 @@ def against_bench(nanogpt: Path | None, why_not: str | None, compiled: bool, clo
     return figures
 
 
+def mfu_at(batch: int, clock: Clock, records: list) -> Figure:
+    """The compiled GPT-2 small's MFU at a larger batch, where a step's fixed costs (the
+    optimizer, the launches) weigh less."""
+    args = ("--batch-size", str(batch), *GPT2_SMALL[2:], "--compile")
+    record, shown = torchrun("gpt_ddp.py", args, clock, records)
+    return Figure(f"gpt-ddp GPT-2 small compiled, batch {batch}: MFU", record.get("mfu"), ">= 0.45", [shown],
+                  f"{record.get('model_tflops_per_gpu') or 0:.1f} TFLOP/s")
+
+
 def fsdp_against_ddp(shape: tuple, size: str, clock: Clock, records: list) -> Figure:
     ddp, ddp_cmd = torchrun("gpt_ddp.py", shape, clock, records)
     fsdp, fsdp_cmd = torchrun("gpt_fsdp.py", shape, clock, records)
@@ -249,6 +259,7 @@ def main() -> int:
                                                            clock, records)]),
         ("train.py through gpubench vs by hand", lambda: [train_py_pairs(nanogpt, args.pairs, clock)] if nanogpt else []),
         ("mnist-ddp through gpubench vs by hand", lambda: own_time(cuda, clock)),
+        ("gpt-ddp compiled at batch 32", lambda: [mfu_at(32, clock, records)] if cuda else []),
     ]
     for name, step in steps:
         print(f"{name}:", flush=True)
