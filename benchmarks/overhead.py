@@ -2,11 +2,11 @@
 
 Each comparison but `parts` runs each side once untimed, then its two sides in turn
 (A B B A ...) N times, each run a fresh process started from a temporary directory, so
-that both sides see the same machine load; it prints each side's runs, their medians and the ratio (the median of
-each pair's), and the load average. On a shared machine runs of one side spread by
-15% or more; `parts` compares the steps inside one process, where that cannot tilt
-the result, and `command` also gives gpubench's own time part by part. `all` runs
-every comparison in turn and ends with their figures side by side.
+that both sides see the same machine load; it prints each side's runs, their medians
+and the ratio (the median of each pair's), and the load average. On a shared machine
+runs of one side spread by 5 to 15%; `parts` compares the steps inside one process,
+where that cannot tilt the result, and `command` also gives gpubench's own time part
+by part. `all` runs every comparison in turn and ends with their figures side by side.
 
 loop      the mnist-ddp harness at one process and one thread against the
           pytorch/examples training loop at one thread: the same Net, batch 64,
