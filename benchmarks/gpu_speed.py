@@ -226,9 +226,9 @@ def _synthetic_tokens(folder: Path) -> None:
 
 def own_time(cuda: bool, clock: Clock) -> list[Figure]:
     clock.limit(120)
-    found = overhead.command(argparse.Namespace(runs=3 if cuda else 1, steps=30 if cuda else 5, warmup=5,
-                                                script=False))
-    how = ["python benchmarks/overhead.py command --runs 3 --steps 30"]
+    runs, steps = (3, 30) if cuda else (1, 5)
+    found = overhead.command(argparse.Namespace(runs=runs, steps=steps, warmup=5, script=False))
+    how = [f"python benchmarks/overhead.py command --runs {runs} --steps {steps}"]
     return [Figure("mnist-ddp: gpubench's own time / torchrun by hand", found.own_share, "<= 0.05", how),
             Figure("mnist-ddp: gpubench run / torchrun by hand, whole command", found.end_to_end, "<= 1.05", how)]
 
@@ -270,7 +270,8 @@ def main() -> int:
             figures.append(Figure(name, None, "-", note=f"not measured: {e}"))
     if why_not:
         figures.append(Figure("nanoGPT's sides (bench.py, train.py)", None, "-", note=why_not))
-    print(f"\ngpu_speed, {time.strftime('%Y-%m-%d %H:%M')}, {device}:")
+    print(f"\ngpu_speed, {time.strftime('%Y-%m-%d %H:%M')}, {device}"
+          + ("" if cuda else " (the CPU form: a check of the plumbing; its figures answer no target)") + ":")
     for f in figures:
         value = "-" if f.value is None else f"{f.value:.3f}"
         verdict = {True: "met", False: "NOT met", None: "not measured"}[f.met]
