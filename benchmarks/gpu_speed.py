@@ -118,8 +118,7 @@ def torchrun(script: str, args: tuple, clock: Clock, records: list, limit: float
     """One run of a suite workload at one GPU under torchrun: its record, and the command."""
     with tempfile.TemporaryDirectory(prefix="gpu-speed-") as tmp:
         record_file = Path(tmp) / "record.json"
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-               str(WORKLOADS / script), *args, "--record-file", str(record_file)]
+        cmd = [*overhead.TORCHRUN_ONE, str(WORKLOADS / script), *args, "--record-file", str(record_file)]
         done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=clock.limit(limit))
         if done.returncode != 0 or not record_file.exists():
             raise RuntimeError(f"{script} exited {done.returncode}: {done.stdout[-600:]}{done.stderr[-600:]}")
@@ -150,14 +149,13 @@ def against_bench(nanogpt: Path | None, why_not: str | None, compiled: bool, clo
     how = "compiled" if compiled else "eager"
     args = (*GPT2_SMALL, "--compile") if compiled else GPT2_SMALL
     ours, our_cmd = torchrun("gpt_ddp.py", args, clock, records)
+    name = f"gpt-ddp vs nanoGPT bench.py, {how}: bench.py's step / ours"
     figures = []
     if nanogpt is None:
-        figures.append(Figure(f"gpt-ddp vs nanoGPT bench.py, {how}: bench.py's step / ours", None, ">= 1.0",
-                              [our_cmd], f"not measured: {why_not}"))
+        figures.append(Figure(name, None, ">= 1.0", [our_cmd], f"not measured: {why_not}"))
     else:
         theirs, their_cmd = nanogpt_bench(nanogpt, compiled, clock)
-        figures.append(Figure(f"gpt-ddp vs nanoGPT bench.py, {how}: bench.py's step / ours",
-                              theirs / mean_step(ours), ">= 1.0", [our_cmd, their_cmd],
+        figures.append(Figure(name, theirs / mean_step(ours), ">= 1.0", [our_cmd, their_cmd],
                               f"ours {mean_step(ours) * 1000:.2f} ms, bench.py {theirs * 1000:.2f} ms a step"))
     if compiled:
         figures.append(Figure("gpt-ddp GPT-2 small compiled: MFU", ours.get("mfu"), ">= 0.45", [our_cmd],
@@ -189,8 +187,7 @@ def train_py_pairs(nanogpt: Path, pairs: int, clock: Clock) -> Figure:
         work = Path(tmp) / "nanogpt"
         shutil.copytree(nanogpt, work)
         _synthetic_tokens(work / "data" / "openwebtext")
-        by_hand = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-                   "train.py", *TRAIN_ARGS]
+        by_hand = [*overhead.TORCHRUN_ONE, "train.py", *TRAIN_ARGS]
         through = [sys.executable, "-m", "gpubench", "run", "./train.py", "--gpus", "1", "--repeat", "1",
                    "--results", str(Path(tmp) / "results"), "--quiet", "--", *TRAIN_ARGS]
 

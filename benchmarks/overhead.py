@@ -77,6 +77,8 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # compiles (__pycache__): a machine that sets PYTHONDONTWRITEBYTECODE would otherwise
 # compile every module of gpubench and of the workload at each start.
 AS_A_USER = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# torchrun of one process on this machine, as a user types it (this Python's)
+TORCHRUN_ONE = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1")
 
 
 def load() -> str:
@@ -449,8 +451,7 @@ def torchrun_by_hand(what: Counted) -> float:
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
         record = ("--record-file", str(Path(tmp) / "record.json")) if what.in_suite else ()
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        "--nproc_per_node=1", what.script_argv[0], *record, *what.script_argv[1:]],
+        subprocess.run([*TORCHRUN_ONE, what.script_argv[0], *record, *what.script_argv[1:]],
                        env={**AS_A_USER, **ONE_THREAD, "PYTHONUNBUFFERED": "1"}, cwd=tmp,
                        check=True, capture_output=True, timeout=3600)
         return time.perf_counter() - started
