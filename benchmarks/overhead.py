@@ -19,6 +19,8 @@ loop      the mnist-ddp harness at one process and one thread against the
           sample a PIL image and then a normalised tensor, a DataLoader (batch 64,
           shuffled), zero_grad, forward, nll_loss, backward, step, a loss.item()
           print every 10 batches; no process group, no DDP.
+            A' A with GPUBENCH_MALLOC=default: glibc's malloc as B has it, where A's
+               keeps what each step frees (workloads/host_malloc.py)
 parts     the same comparison inside one process at one thread, where a shared machine
           cannot tilt it: the variants' steps take turns in blocks (R rounds, a fresh
           random order each), median wall and CPU ms a step (CPU: every thread of the
@@ -28,11 +30,13 @@ parts     the same comparison inside one process at one thread, where a shared m
           the harness's own step (mnist_ddp.Trainer.step inside run_window's timer and
           progress hook, as mnist-ddp runs it). gpt: the plain loop below; it with DDP
           at world size 1; gpt_ddp.Trainer.step as gpt-ddp runs it. Then the per-step
-          extras (the step timer, the progress hook) alone.
+          extras (the step timer, the progress hook) alone. Every variant runs with
+          the harness's malloc setting (one process has one), so A' has no part here.
 gpt       the gpt-ddp harness at one process and one thread against a plain loop of the
           same model (gpt_ddp.GPT, 4 layers of 256, 256 tokens, batch 2): nanoGPT's
           train.py loop (AdamW with its two weight-decay groups, zero_grad, forward with
-          the loss, backward, step), no process group; tokens/s over the measured steps.
+          the loss, backward, step), no process group; tokens/s over the measured steps;
+          and the harness with glibc's default malloc beside them, as loop's A'.
 command   one count of `gpubench run` against the torchrun it runs, typed by hand:
             A  gpubench run mnist-ddp --gpus 1 --repeat 1 --force --quiet \\
                    --results DIR -- --steps S
@@ -88,7 +92,7 @@ def load() -> str:
 
 def median_line(name: str, values: list[float], unit: str) -> str:
     shown = ", ".join(f"{v:.2f}" for v in values)
-    return f"  {name:34s} median {statistics.median(values):8.2f} {unit}  ({shown})"
+    return f"  {name:44s} median {statistics.median(values):8.2f} {unit}  ({shown})"
 
 
 def alternate(sides: dict, runs: int) -> dict[str, list[float]]:
@@ -106,21 +110,27 @@ def alternate(sides: dict, runs: int) -> dict[str, list[float]]:
     return figures
 
 
-def paired(figures: dict[str, list[float]]) -> float:
-    """The median of the first side's figure over the second's, run by run: each pair
-    ran back to back, under much the same load."""
-    first, second = figures.values()
-    return statistics.median(a / b for a, b in zip(first, second))
+def paired(figures: dict[str, list[float]], first: str | None = None, second: str | None = None) -> float:
+    """The median of one side's figure over another's (the first two, unless named), run
+    by run: each pair ran back to back, under much the same load."""
+    names = list(figures)
+    a_runs, b_runs = figures[first or names[0]], figures[second or names[1]]
+    return statistics.median(a / b for a, b in zip(a_runs, b_runs))
 
 
 # ---------------------------------------------------------------------- loop
-def workload_run(script: str, argv: tuple, steps: int, warmup: int) -> float:
+# The harness's third side in `loop` and `gpt`: the same run with glibc's malloc as a
+# plain loop has it (workloads/host_malloc.py), what keeping freed memory gives apart.
+GLIBC_DEFAULT = {"GPUBENCH_MALLOC": "default"}
+
+
+def workload_run(script: str, argv: tuple, steps: int, warmup: int, env: dict | None = None) -> float:
     """One run of a suite workload at one thread: the throughput its record gives."""
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
         record = Path(tmp) / "record.json"
         subprocess.run([sys.executable, str(WORKLOADS / script), *argv, "--steps", str(steps),
                         "--warmup", str(warmup), "--record-file", str(record)],
-                       env={**os.environ, **ONE_THREAD, "GPUBENCH_PROGRESS": "on"}, cwd=tmp,
+                       env={**os.environ, **ONE_THREAD, "GPUBENCH_PROGRESS": "on", **(env or {})}, cwd=tmp,
                        check=True, stdout=subprocess.DEVNULL, timeout=3600)
         return float(json.loads(record.read_text())["throughput"])
 
@@ -135,23 +145,29 @@ def plain_run(mode: str, steps: int, warmup: int) -> float:
         return float(done.stdout.strip().splitlines()[-1].split()[-2])
 
 
-def side_by_side(title: str, ours: str, theirs: str, run_ours, run_theirs, unit: str, runs: int) -> float:
-    """Our loop and theirs in turn, `runs` times each; medians and the ratio."""
+def side_by_side(title: str, ours: str, theirs: str, run_ours, run_theirs, unit: str, runs: int,
+                 also: dict | None = None) -> float:
+    """Our loop and theirs in turn, `runs` times each, with `also`'s sides (a variant of
+    ours) among them; medians, and each of ours over theirs. Returns ours over theirs."""
     print(f"{title}; {load()}")
-    figures = alternate({ours: run_ours, theirs: run_theirs}, runs)
+    figures = alternate({ours: run_ours, theirs: run_theirs, **(also or {})}, runs)
     for name, values in figures.items():
         print(median_line(name, values, unit))
-    a, b = (statistics.median(v) for v in figures.values())
-    print(f"  ratio {ours} / {theirs}: {a / b:.3f} (of the medians), "
-          f"{paired(figures):.3f} (the median of each pair's); {load()}")
-    return paired(figures)
+    for name in [ours, *(also or {})]:
+        a, b = statistics.median(figures[name]), statistics.median(figures[theirs])
+        print(f"  ratio {name} / {theirs}: {a / b:.3f} (of the medians), "
+              f"{paired(figures, name, theirs):.3f} (the median of each pair's)")
+    print(f"  {load()}")
+    return paired(figures, ours, theirs)
 
 
 def loop(args) -> float:
     return side_by_side(f"loop: mnist-ddp harness against the pytorch/examples loop, one process, one thread, "
                  f"{args.steps} steps after {args.warmup}", "mnist-ddp harness", "pytorch/examples loop",
                  lambda: workload_run("mnist_ddp.py", (), args.steps, args.warmup),
-                 lambda: plain_run("examples", args.steps, args.warmup), "samples/s", args.runs)
+                 lambda: plain_run("examples", args.steps, args.warmup), "samples/s", args.runs,
+                 {"mnist-ddp harness, glibc's default malloc":
+                  lambda: workload_run("mnist_ddp.py", (), args.steps, args.warmup, GLIBC_DEFAULT)})
 
 
 def examples(args) -> None:
@@ -509,7 +525,9 @@ def gpt(args) -> float:
                  f"loop, no process group), one process, one thread, {' '.join(GPT_SHAPE)}, "
                  f"{args.steps} steps after {args.warmup}", "gpt-ddp harness", "plain loop",
                  lambda: workload_run("gpt_ddp.py", GPT_SHAPE, args.steps, args.warmup),
-                 lambda: plain_run("gpt-plain", args.steps, args.warmup), "tokens/s", args.runs)
+                 lambda: plain_run("gpt-plain", args.steps, args.warmup), "tokens/s", args.runs,
+                 {"gpt-ddp harness, glibc's default malloc":
+                  lambda: workload_run("gpt_ddp.py", GPT_SHAPE, args.steps, args.warmup, GLIBC_DEFAULT)})
 
 
 def _gpt_config(gpt_ddp):

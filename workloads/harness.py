@@ -28,6 +28,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+import host_malloc
 import metrics
 import record_schema
 from flags import check_positive, common_parser  # noqa: F401  (the flags every workload shares)
@@ -44,6 +45,7 @@ class Dist:
     world_size: int
     device: torch.device
     backend: str
+    malloc: str = host_malloc.DEFAULT  # the record's host_malloc: what malloc keeps of freed memory
 
     @property
     def is_main(self) -> bool:
@@ -54,11 +56,13 @@ def setup_distributed() -> Dist:
     """Join the process group torchrun prepared (RANK, LOCAL_RANK, WORLD_SIZE).
 
     Runs without torchrun too, as a world of one: the same script serves
-    `python w.py` and `torchrun --nproc_per_node=N w.py`.
+    `python w.py` and `torchrun --nproc_per_node=N w.py`. On a CPU, malloc keeps
+    the memory each step frees for the next (host_malloc).
     """
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     world_size = int(os.environ.get("WORLD_SIZE", 1))
+    malloc = host_malloc.DEFAULT
     if torch.cuda.is_available():
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
@@ -66,13 +70,14 @@ def setup_distributed() -> Dist:
     else:
         device = torch.device("cpu")
         backend = "gloo"
+        malloc = host_malloc.keep_freed_memory()
     if "MASTER_ADDR" not in os.environ:  # plain `python w.py`
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ.setdefault("MASTER_PORT", str(_free_port()))
     dist.init_process_group(backend=backend, rank=rank, world_size=world_size,
                             **({"device_id": device} if backend == "nccl" else {}),
                             **collective_timeout())
-    return Dist(rank, local_rank, world_size, device, backend)
+    return Dist(rank, local_rank, world_size, device, backend, malloc)
 
 
 def _free_port() -> int:
@@ -472,6 +477,7 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
         "throughput": samples / wall if wall > 0 else None,
         "throughput_unit": unit,
         "threads_per_process": torch.get_num_threads(),
+        "host_malloc": ctx.malloc,
         "workload_argv": sys.argv[1:],
         **model_sizes(model),
         "sharding": sharding or sharding_of(model, ctx.world_size),

@@ -281,6 +281,10 @@ FIELDS: tuple[Field, ...] = (
     F("workload_argv", list, "", "the workload's own command-line arguments", WORKLOAD),
     F("cudnn_benchmark", bool, "", "cuDNN chose its convolution algorithms during the warm-up",
       WORKLOAD),
+    F("host_malloc", str, "", "what the C library's malloc does with the memory a step frees: "
+      "'kept' (a CPU run of the suite: glibc with mmap off and its heap never trimmed, so the "
+      "next step reuses it; workloads/host_malloc.py) or 'default' (a GPU run, "
+      "GPUBENCH_MALLOC=default, not glibc)", WORKLOAD),
     F("peak_memory_bytes", int, "bytes", "the most GPU memory torch allocated, any rank "
       "(GPU runs only)", WORKLOAD),
     F("peak_reserved_bytes", int, "bytes", "the most GPU memory torch's caching allocator "

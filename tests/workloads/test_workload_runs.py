@@ -64,6 +64,7 @@ def test_gpt(sweep):
         check_record(r, "gpt-ddp", world)
         assert r["precision"] == "bf16" and r["throughput_unit"] == "tokens/s"
         assert r["optimizer"] == "AdamW (fused)"  # torch has a fused AdamW for the CPU too
+        assert r["host_malloc"] == "kept"  # a CPU run reuses what each step frees (host_malloc)
         assert r["tokens_per_step"] == 2 * 16 * world
         # N = 1 layer (12*16^2 + 2*16) + final LayerNorm 16 + wte 64*16 = 4,144
         assert r["non_embedding_params"] == 4_144
