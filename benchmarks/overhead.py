@@ -146,27 +146,34 @@ def plain_run(mode: str, steps: int, warmup: int) -> float:
 
 
 def side_by_side(title: str, ours: str, theirs: str, run_ours, run_theirs, unit: str, runs: int,
-                 also: dict | None = None) -> float:
+                 also: dict | None = None) -> dict[str, float]:
     """Our loop and theirs in turn, `runs` times each, with `also`'s sides (a variant of
-    ours) among them; medians, and each of ours over theirs. Returns ours over theirs."""
+    ours) among them; medians, and each of ours over theirs (the median of each pair's),
+    which it returns by name."""
     print(f"{title}; {load()}")
     figures = alternate({ours: run_ours, theirs: run_theirs, **(also or {})}, runs)
     for name, values in figures.items():
         print(median_line(name, values, unit))
+    ratios = {}
     for name in [ours, *(also or {})]:
         a, b = statistics.median(figures[name]), statistics.median(figures[theirs])
+        ratios[name] = paired(figures, name, theirs)
         print(f"  ratio {name} / {theirs}: {a / b:.3f} (of the medians), "
-              f"{paired(figures, name, theirs):.3f} (the median of each pair's)")
+              f"{ratios[name]:.3f} (the median of each pair's)")
     print(f"  {load()}")
-    return paired(figures, ours, theirs)
+    return ratios
 
 
-def loop(args) -> float:
+MNIST_HARNESS, MNIST_DEFAULT_MALLOC = "mnist-ddp harness", "mnist-ddp harness, glibc's default malloc"
+GPT_HARNESS, GPT_DEFAULT_MALLOC = "gpt-ddp harness", "gpt-ddp harness, glibc's default malloc"
+
+
+def loop(args) -> dict[str, float]:
     return side_by_side(f"loop: mnist-ddp harness against the pytorch/examples loop, one process, one thread, "
-                 f"{args.steps} steps after {args.warmup}", "mnist-ddp harness", "pytorch/examples loop",
+                 f"{args.steps} steps after {args.warmup}", MNIST_HARNESS, "pytorch/examples loop",
                  lambda: workload_run("mnist_ddp.py", (), args.steps, args.warmup),
                  lambda: plain_run("examples", args.steps, args.warmup), "samples/s", args.runs,
-                 {"mnist-ddp harness, glibc's default malloc":
+                 {MNIST_DEFAULT_MALLOC:
                   lambda: workload_run("mnist_ddp.py", (), args.steps, args.warmup, GLIBC_DEFAULT)})
 
 
@@ -520,13 +527,13 @@ GPT_SHAPE = ("--n-layer", "4", "--n-head", "4", "--n-embd", "256", "--block-size
              "--vocab-size", "8192", "--batch-size", "2")
 
 
-def gpt(args) -> float:
+def gpt(args) -> dict[str, float]:
     return side_by_side(f"gpt: gpt-ddp harness against a plain loop of the same model (nanoGPT's train.py "
                  f"loop, no process group), one process, one thread, {' '.join(GPT_SHAPE)}, "
-                 f"{args.steps} steps after {args.warmup}", "gpt-ddp harness", "plain loop",
+                 f"{args.steps} steps after {args.warmup}", GPT_HARNESS, "plain loop",
                  lambda: workload_run("gpt_ddp.py", GPT_SHAPE, args.steps, args.warmup),
                  lambda: plain_run("gpt-plain", args.steps, args.warmup), "tokens/s", args.runs,
-                 {"gpt-ddp harness, glibc's default malloc":
+                 {GPT_DEFAULT_MALLOC:
                   lambda: workload_run("gpt_ddp.py", GPT_SHAPE, args.steps, args.warmup, GLIBC_DEFAULT)})
 
 
@@ -581,6 +588,9 @@ def gpt_plain(args) -> None:
     print(f"{args.steps} steps in {seconds:.3f} s: {args.steps * batch * cfg.block_size / seconds:.2f} tokens/s")
 
 
+LONG_COUNT_STEPS = 160  # mnist-ddp at one thread: about 16 s under torchrun on 2 cores
+
+
 def everything(args) -> None:
     """Every comparison in one run, in turn, then their headline figures together."""
     def with_(**given):
@@ -591,14 +601,22 @@ def everything(args) -> None:
          parts(with_(workload="mnist", rounds=20, block=2)), ">= 1.0"),
         ("parts gpt --rounds 12", "gpt-ddp harness step / plain nanoGPT loop, one process (wall)",
          parts(with_(workload="gpt", rounds=12, block=2)), ">= 1.0"),
-        ("loop --runs 5 --steps 60", "mnist-ddp harness / pytorch/examples loop, processes in turn",
-         loop(with_(runs=5, steps=60)), ">= 1.0"),
-        ("gpt --runs 5 --steps 20", "gpt-ddp harness / plain nanoGPT loop, processes in turn",
-         gpt(with_(runs=5, steps=20)), ">= 1.0"),
     ]
-    for script, what in ((False, "mnist-ddp"), (True, "a script")):
-        found = command(with_(runs=7, steps=30, script=script))
-        how = "command --runs 7 --steps 30" + (" --script" if script else "")
+    mnist, gpt_ = loop(with_(runs=5, steps=60)), gpt(with_(runs=5, steps=20))
+    rows += [
+        ("loop --runs 5 --steps 60", "mnist-ddp harness / pytorch/examples loop, processes in turn",
+         mnist[MNIST_HARNESS], ">= 1.0"),
+        ("loop (A')", "  the same, the harness with glibc's default malloc", mnist[MNIST_DEFAULT_MALLOC], "-"),
+        ("gpt --runs 5 --steps 20", "gpt-ddp harness / plain nanoGPT loop, processes in turn",
+         gpt_[GPT_HARNESS], ">= 1.0"),
+        ("gpt (A')", "  the same, the harness with glibc's default malloc", gpt_[GPT_DEFAULT_MALLOC], "-"),
+    ]
+    # a short count, where gpubench's own time weighs most; then one about as long by hand
+    # as nanoGPT's train.py count measured on an H200 (60 iterations, 16.6 s under torchrun)
+    for runs, steps, script, what in ((7, 30, False, "mnist-ddp"), (7, 30, True, "a script"),
+                                      (5, LONG_COUNT_STEPS, False, "mnist-ddp, a longer count")):
+        found = command(with_(runs=runs, steps=steps, script=script))
+        how = f"command --runs {runs} --steps {steps}" + (" --script" if script else "")
         rows += [(how, f"gpubench's own time / torchrun by hand, {what}", found.own_share, "<= 0.05"),
                  (how, f"gpubench run / torchrun by hand, whole command, {what}", found.end_to_end,
                   "<= 1.05")]

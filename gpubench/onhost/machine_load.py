@@ -1,7 +1,7 @@
 """How busy the machine is around a run, and how much memory the run holds.
 
 Before a run: the 1-minute load average over the cores, and the share of the
-cores busy over a quarter of a second (the run not started yet, so that is other
+cores busy over a fifth of a second (the run not started yet, so that is other
 work; the load average still carries the previous run's last minute). Locally
 that window is mostly not waited: it starts when gpubench started or the
 previous run ended, less the CPU gpubench itself used since. While it runs:
@@ -23,7 +23,7 @@ import time
 
 TAG_VAR = "GPUBENCH_RUN"  # stop_tagged's: every process of a run carries it
 MOCK_VAR = "GPUBENCH_MOCK_INSTANCE"  # set in every session of a mock cloud instance
-BEFORE_S = 0.25  # how long the machine is watched before a run starts (2% steps on 2 cores)
+BEFORE_S = 0.2  # how long the machine is watched before a run starts (2.5% steps on 2 cores)
 INTERVAL_S = 0.5  # between samples while it runs
 BUSY_SHARE = 0.25  # other work on this share of the cores makes the machine busy
 STALE_S = 10.0  # a mark() older than this is not "as the run started" (a question was asked)
