@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from gpubench.workloads import host_malloc
 from tests.helpers import REPO
 
 # Allocate, touch and free a 64 MiB block (over glibc's largest dynamic mmap threshold,
@@ -46,8 +47,7 @@ def rounds(malloc_env: str | None) -> dict:
     return json.loads(out.stdout)
 
 
-glibc_only = pytest.mark.skipif(not (sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION")),
-                                reason="glibc's mallopt")
+glibc_only = pytest.mark.skipif(not host_malloc.is_glibc(), reason="glibc's mallopt")
 
 
 @glibc_only
