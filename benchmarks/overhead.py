@@ -588,7 +588,7 @@ def gpt_plain(args) -> None:
     print(f"{args.steps} steps in {seconds:.3f} s: {args.steps * batch * cfg.block_size / seconds:.2f} tokens/s")
 
 
-LONG_COUNT_STEPS = 160  # mnist-ddp at one thread: about 16 s under torchrun on 2 cores
+LONG_COUNT_STEPS = 160  # mnist-ddp at one thread: 16 to 20 s under torchrun on a 2-core machine
 
 
 def everything(args) -> None:
