@@ -176,7 +176,7 @@ EOF
 speed_limit=$(( deadline - SECONDS - 20 ))
 step speed "$speed_limit" "$python" "$root/benchmarks/gpu_speed.py" --out "$out" \
     ${nanogpt:+--nanogpt "$nanogpt"} --minutes "$(awk -v s="$speed_limit" 'BEGIN { print (s - 15) / 60 }')"
-[ -f "$out/records.jsonl" ] && cp "$out/records.jsonl" "$results/speed.jsonl"
+wanted speed && [ -f "$out/records.jsonl" ] && cp "$out/records.jsonl" "$results/speed.jsonl"
 
 # -- every record, in one report ---------------------------------------------------------
 step report 40 gpubench report --results "$results" --format markdown
