@@ -158,3 +158,20 @@ for _ in range(5):
     opt.zero_grad(); loss.backward(); opt.step()
 print("done")
 """
+
+
+def counted_calibration(samples: int = 32, flops_per_sample: float = 1.87e6, params: int = 100_000,
+                        epoch_samples: int | None = 4000, tokens: int = 0, precision: str = "fp32"):
+    """A calibration as the probe would count a small script's step: a matrix product
+    forward and backward, an elementwise kernel, a view, an optimizer update."""
+    from gpubench.predict.calibrate import Calibration
+
+    flops = flops_per_sample * samples
+    math = "bf16" if precision == "bf16" else "fp32"
+    ops = (("forward", "aten.mm", "kernel", 1, flops / 3, 4 * (params + 64 * samples), math),
+           ("forward", "aten.relu", "kernel", 1, 0, 8 * 64 * samples, ""),
+           ("forward", "aten.view", "host", 2, 0, 0, ""),
+           ("backward", "aten.mm", "kernel", 2, flops / 3, 4 * (params + 64 * samples), math),
+           ("optimizer", "aten._foreach_add_", "kernel", 1, 0, 8 * params, ""))
+    return Calibration(ops, 12 * params + 4 * 64 * samples, 12 * params, samples, tokens, 4 * params, params,
+                       epoch_samples, precision, False, 0, 2, "2026-01-02 03:04", 9.0, 0.01, "adamw")

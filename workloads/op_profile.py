@@ -50,138 +50,21 @@ if str(HERE) not in sys.path:
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.multiprocessing.reductions import StorageWeakRef  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
-from torch.utils._pytree import tree_flatten  # noqa: E402
 from torch.utils.checkpoint import checkpoint  # noqa: E402
-from torch.utils.flop_counter import flop_registry  # noqa: E402
 
 import mnist_data  # noqa: E402
 import model_profile  # noqa: E402
 import recsys_ddp  # noqa: E402
+from step_count import LOW, MetaAutocast, StepCounter, nbytes  # noqa: E402
 
 STEP_PROFILES_FILE = HERE / "step_profiles.json"
 COMMAND = "python workloads/op_profile.py --write"
-LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
-# The operations of no device work: bookkeeping the dispatcher sees but no kernel runs.
-NO_KERNEL = {"profiler._record_function_enter_new", "profiler._record_function_exit", "aten.lift_fresh",
-             "aten._local_scalar_dense", "aten.detach", "aten.empty", "aten.empty_like",
-             "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided"}
 # The configurations shipped: every suite workload at each precision its GPU runs take,
 # and every GPT preset (FSDP's checkpointed form too).
 # The batches counted: past the smallest, where the peak of a step is where its
 # activations peak (at a batch of one or two, a ResNet's peak is elsewhere in the step).
 COUNT_BATCH = 8
 GPT_PRESETS = ("125M", "350M", "760M", "1.3B", "2.7B", "6.7B")
-
-
-def _autocast_policy():
-    """CUDA autocast's lists (torch/csrc/autograd/autocast_mode.cpp), as torch functions."""
-    lower = {F.linear, F.conv1d, F.conv2d, F.conv3d, torch.matmul, torch.mm, torch.bmm, torch.addmm,
-             torch.baddbmm, torch.Tensor.matmul, torch.Tensor.__matmul__, F.scaled_dot_product_attention}
-    fp32 = {F.layer_norm, F.group_norm, F.cross_entropy, F.nll_loss, F.mse_loss, F.log_softmax,
-            F.softmax, torch.Tensor.softmax, torch.Tensor.log_softmax, F.l1_loss, F.smooth_l1_loss,
-            F.binary_cross_entropy_with_logits, F.kl_div, torch.exp, torch.log, torch.pow}
-    return lower, fp32
-
-
-class MetaAutocast(TorchFunctionMode):
-    """CUDA autocast's policy for meta tensors, and the attention kernel a GPU picks."""
-
-    def __init__(self, dtype: torch.dtype | None) -> None:
-        super().__init__()
-        self.dtype = dtype
-        self.lower, self.fp32 = _autocast_policy()
-        self.cache: dict[int, torch.Tensor] = {}
-
-    def _cast(self, value, dtype):
-        if not (isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype):
-            return value
-        if value.is_leaf and value.requires_grad:  # autocast's cache: one cast a forward
-            key = id(value)
-            if key not in self.cache:
-                self.cache[key] = value.to(dtype)
-            return self.cache[key]
-        return value.to(dtype)
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is F.scaled_dot_product_attention:
-            return self._attention(*args, **kwargs)
-        if self.dtype is not None and torch.is_grad_enabled():
-            if func in self.lower:
-                args = tuple(self._cast(a, self.dtype) for a in args)
-                kwargs = {k: self._cast(v, self.dtype) for k, v in kwargs.items()}
-            elif func in self.fp32:
-                args = tuple(self._cast(a, torch.float32) for a in args)
-        return func(*args, **kwargs)
-
-    def _attention(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
-        if self.dtype is not None:
-            q, k, v = (self._cast(t, self.dtype) for t in (q, k, v))
-        if attn_mask is None and q.dtype in (torch.bfloat16, torch.float16) and q.shape[-1] <= 256:
-            return torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal,
-                                                                      scale=scale)[0]
-        return torch.ops.aten._scaled_dot_product_efficient_attention(
-            q, k, v, attn_mask, True, dropout_p, is_causal, scale=scale)[0]
-
-
-def _tensors(value) -> list[torch.Tensor]:
-    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
-
-
-def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
-
-
-def _is_view(func) -> bool:
-    return any(r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns)
-
-
-class StepCounter(TorchDispatchMode):
-    """Each operation's FLOPs, bytes and kind, and the peak of the bytes alive."""
-
-    def __init__(self, alive: list[torch.Tensor]) -> None:
-        super().__init__()
-        self.ops: list[tuple] = []
-        self.phase = "forward"
-        self.live: dict[int, tuple[StorageWeakRef, int]] = {}
-        for t in alive:
-            self._keep(t)
-        self.start_bytes = self.peak_bytes = self._alive()
-
-    def _keep(self, t: torch.Tensor) -> None:
-        storage = t.untyped_storage()
-        ref = StorageWeakRef(storage)
-        self.live.setdefault(ref.cdata, (ref, storage.nbytes()))
-
-    def _alive(self) -> int:
-        gone = [key for key, (ref, _) in self.live.items() if ref.expired()]
-        for key in gone:
-            del self.live[key]
-        return sum(n for _, n in self.live.values())
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        name = str(func.overloadpacket)
-        if name.startswith("profiler."):
-            return out
-        packet = func.overloadpacket
-        flops = 0
-        if packet in flop_registry:
-            flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
-        inputs, outputs = _tensors((args, kwargs)), _tensors(out)
-        view = _is_view(func)
-        kernel = not view and name not in NO_KERNEL
-        moved = sum(_nbytes(t) for t in inputs + outputs) if kernel else 0
-        self.ops.append((self.phase, name, flops, moved, "kernel" if kernel else "host"))
-        for t in outputs:
-            self._keep(t)
-        self.peak_bytes = max(self.peak_bytes, self._alive())
-        return out
 
 
 def _checkpointed(model: nn.Module, dtype: torch.dtype | None) -> None:
@@ -239,12 +122,12 @@ def count_step(workload: str, argv: list[str], batch: int) -> dict:
         else:
             # fused AdamW: reads parameter, gradient, both moments; writes three back (fp32);
             # its moments are made at the first step and kept (counted as held below)
-            fused_bytes = sum(7 * _nbytes(p) for p in params)
+            fused_bytes = sum(7 * nbytes(p) for p in params)
         step.model.zero_grad(set_to_none=True)
     ops = counter.ops
     if fused_bytes:
         ops.append(("optimizer", "aten._fused_adamw_", 0, fused_bytes, "kernel"))
-    held = counter.start_bytes + (sum(2 * _nbytes(p) for p in params) if fused_bytes else 0)
+    held = counter.start_bytes + (sum(2 * nbytes(p) for p in params) if fused_bytes else 0)
     return {"ops": ops, "peak_bytes": counter.peak_bytes + (held - counter.start_bytes),
             "data_bytes": data_bytes(workload, args),
             "held_bytes": held, "work": step.work, "batch": batch,

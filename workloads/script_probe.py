@@ -226,6 +226,8 @@ class _Steps:
             self.first_work = time.perf_counter()
             model.register_forward_pre_hook(self._forward, with_kwargs=True)
             self._count(args, {})
+            if _calibration is not None:
+                _calibration.on_model(model)
         except Exception:
             pass
         return None
@@ -458,6 +460,7 @@ def _install() -> None:
     if _calibration is not None:
         _calibration.install_loaders()
         _calibration.install_optimizers()
+        _calibration.install_hooks()
 
 
 def _frameworks() -> dict:
@@ -507,26 +510,27 @@ def _report() -> None:
 
 # --------------------------------------------------------------------------- calibration
 class _Calibration:
-    """What one training step of the wrapped model costs, for gpubench's performance
-    model (gpubench/predict/calibrate.py). A step is a forward call, with gradients
-    on, of the first wrapped model whose forward runs (the root of nested FSDP; a
-    GAN's first network, whose next call closes the whole step). Evaluation under
-    no_grad is not a step."""
+    """One training step of the script as a GPU would run it, for gpubench's performance
+    model (gpubench/predict/calibrate.py): the script runs under CUDA's emulation
+    (cuda_emulation.py: its "cuda" tensors on the meta device), and every operation from
+    the end of its first optimizer step to the end of its second (FLOP_STEP) is counted
+    (step_count.StepCounter): the micro-batches of a gradient accumulation, the loss, the
+    backward, the optimizer, the data moved to the device and what is read back. Then it
+    writes the probe line and ends the process."""
 
     def __init__(self, steps: int) -> None:
         self.steps = steps
+        self.emulation = None
         self.models: list = []  # every model wrapped, for the parameters
-        self.driver = None  # weakref to the model whose forward calls are the steps
-        self.starts: list[float] = []  # perf_counter at each step's forward call
-        self.batch = None
-        self.counter = None  # FlopCounterMode while it counts
-        self.saving = None  # saved_tensors_hooks while it counts: the activations kept for backward
-        self.saved: dict = {}  # (storage pointer, bytes) -> bytes, each storage once
+        self.optimizer_steps = 0
+        self.counter = None  # StepCounter while it counts
+        self.count_started = 0.0
+        self.counted = None  # what it counted, once the step is over
         self.optimizers: list[str] = []  # the optimizers' class names, as made
-        self.flops = None
-        self.window = None  # "step": closed by the next step; "exit": by the script's end
         self.datasets = {"largest": None, "feeding": None, "iterated": None}
         self.iterators: list = []  # weakrefs, so workers can be stopped at the early exit
+        self.unfollowed = None  # the line saying which call the emulation could not follow
+        self.count_seconds = None
 
     @classmethod
     def from_env(cls):
@@ -536,6 +540,29 @@ class _Calibration:
             return None
         return cls(max(steps, FLOP_STEP)) if steps > 0 else None
 
+    def start(self) -> None:
+        """CUDA's emulation, before the script imports anything."""
+        sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+        import cuda_emulation
+
+        self.emulation = cuda_emulation.install(cuda_emulation.Card.from_env() or cuda_emulation.Card())
+
+    def install_hooks(self) -> None:
+        """After the probes' own: _steps' optimizer hook runs first."""
+        import torch
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        register_optimizer_step_pre_hook(self._before_optimizer)
+        register_optimizer_step_post_hook(self._after_optimizer)
+        backward = torch.autograd.backward
+
+        @functools.wraps(backward)
+        def probed_backward(*args, **kwargs):
+            self._phase("backward")
+            return backward(*args, **kwargs)
+
+        torch.autograd.backward = probed_backward
+
     def watch(self, model) -> None:
         try:
             import torch
@@ -544,78 +571,82 @@ class _Calibration:
                 for one in model:
                     self.watch(one)
                 return
-            if not isinstance(model, torch.nn.Module) or any(m is model for m in self.models):
-                return
-            import torch.utils.flop_counter  # noqa: F401 (imported now, not within a step)
-
-            self.models.append(model)
-            model.register_forward_pre_hook(self._on_forward, with_kwargs=True)
+            if isinstance(model, torch.nn.Module) and not any(m is model for m in self.models):
+                self.models.append(model)
         except Exception:
             pass
 
-    def _on_forward(self, model, args, kwargs):
+    def on_model(self, model) -> None:
+        """The module whose forward calls with gradients are the script's (_Steps found it)."""
         try:
-            import torch
-
-            if not torch.is_grad_enabled():
-                return None
-            if self.driver is None:
-                self.driver = weakref.ref(model)
-            elif self.driver() is not model:
-                return None
-            self.starts.append(time.perf_counter())
-            step = len(self.starts)
-            if step == FLOP_STEP:
-                self.batch = _batch_of(args, kwargs)
-                self.datasets["feeding"] = self.datasets["iterated"]
-                self._start_counting()
-            elif step == FLOP_STEP + 1:
-                self._stop_counting("step")
-            if step == self.steps + 1:
-                self._finish()
+            model.register_forward_pre_hook(lambda module, args: self._phase("forward"))
+            self._phase("forward")
         except Exception:
             pass
-        return None
+
+    def _phase(self, phase: str) -> None:
+        if self.counter is not None:
+            self.counter.phase = phase
+
+    def _before_optimizer(self, optimizer, args, kwargs) -> None:
+        if _steps.optimizer in (None, id(optimizer)):
+            self._phase("optimizer")
+
+    def _after_optimizer(self, optimizer, args, kwargs) -> None:
+        """Runs after _steps' own hook, registered before it: the step's samples are in."""
+        try:
+            if _steps.optimizer != id(optimizer):
+                return
+            self.optimizer_steps += 1
+            if self.optimizer_steps == self.steps - 1:
+                self._start_counting()
+            elif self.optimizer_steps == self.steps:
+                self._stop_counting()
+                self._finish()
+            self._phase("data")
+        except Exception:
+            pass
 
     def _start_counting(self) -> None:
-        from torch.utils.flop_counter import FlopCounterMode
+        import gc
 
-        counter = FlopCounterMode(display=False)
+        import torch
+        import step_count
+
+        held = [o for o in gc.get_objects() if isinstance(o, torch.Tensor) and o.is_meta]
+        self.datasets["feeding"] = self.datasets["iterated"]
+        self.count_started = time.perf_counter()
+        counter = step_count.StepCounter(held, device_only=True)
+        counter.phase = "data"
         counter.__enter__()
         self.counter = counter
-        try:  # what autograd keeps for the backward pass: the step's activation memory
-            import torch
 
-            def pack(tensor):
-                try:
-                    key = (tensor.untyped_storage().data_ptr(), tensor.untyped_storage().nbytes())
-                    self.saved[key] = key[1]
-                except Exception:
-                    pass
-                return tensor
-
-            saving = torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor)
-            saving.__enter__()
-            self.saving = saving
-        except Exception:
-            self.saving = None
-
-    def _stop_counting(self, window: str) -> None:
+    def _stop_counting(self) -> None:
         """Leave the counter where it can be left: a dispatch mode leaves the stack from
         its top, so one entered above it since (by the script) keeps it in."""
         import torch.utils._python_dispatch as dispatch
 
-        saving, self.saving = self.saving, None
-        if saving is not None:
-            try:
-                saving.__exit__(None, None, None)
-            except Exception:
-                pass
         counter, self.counter = self.counter, None
-        if counter is None or dispatch._get_current_dispatch_mode() is not counter.mode:
+        if counter is None or dispatch._get_current_dispatch_mode() is not counter:
             return
         counter.__exit__(None, None, None)
-        self.flops, self.window = counter.get_total_flops(), window
+        self.count_seconds = time.perf_counter() - self.count_started
+        rows: dict[tuple, int] = {}
+        for phase, name, flops, moved, kind, math in counter.ops:
+            key = (phase, name, kind, math, flops, moved)
+            rows[key] = rows.get(key, 0) + 1
+        self.counted = {"ops": [[p, n, k, c, f, b, m] for (p, n, k, m, f, b), c in rows.items()],
+                        "peak_bytes": counter.peak_bytes, "held_bytes": counter.start_bytes,
+                        "samples": _steps.samples[-1] if _steps.samples else None,
+                        "tokens": _steps.tokens[-1] if _steps.tokens else None}
+
+    def failed(self, error: BaseException, script: str) -> None:
+        if isinstance(error, SystemExit) and error.code in (None, 0):
+            return
+        try:
+            self.unfollowed = self.emulation.unfollowed(error, script) if self.emulation else None
+        except Exception:
+            self.unfollowed = None
 
     def _finish(self) -> None:
         """The report, then the end of the process: a script in the middle of its
@@ -699,35 +730,19 @@ class _Calibration:
 
     def summary(self) -> dict:
         if self.counter is not None:  # the script ended within the counted step
-            self._stop_counting("exit")
-        params, grad_bytes = _parameters(self.models)
-        gaps = [b - a for a, b in zip(self.starts, self.starts[1:])]
-        timed = gaps[FLOP_STEP:] or gaps[FLOP_STEP - 1:]  # not the warm-up, nor the counted one
-        batch, flops = self.batch, self.flops
-        return {"flops_per_step": flops, "batch": batch,
-                "flops_per_sample": flops / batch if flops is not None and batch else None,
-                "flops_window": self.window, "grad_bytes": grad_bytes, "params": params,
-                "cpu_step_s": sum(timed) / len(timed) if timed else None,
+            self._stop_counting()
+            self.counted = None
+        models = self.models or ([_steps.model] if _steps.model is not None else [])
+        params, grad_bytes = _parameters(models)
+        e = self.emulation
+        return {"step": self.counted, "grad_bytes": grad_bytes, "params": params,
                 "epoch_samples": self.datasets["feeding"] or self.datasets["largest"],
-                "saved_bytes": sum(self.saved.values()) if self.saved else None,
                 "optimizer": self.optimizers[0] if self.optimizers else None,
-                "steps_seen": len(self.starts), "steps_asked": self.steps}
-
-
-def _batch_of(args, kwargs):
-    """Dim 0 of the forward call's first tensor (looking one level into a dict, list
-    or tuple: model(**batch), model(batch) of a collate function's dict)."""
-    import torch
-
-    for value in list(args) + list(kwargs.values()):
-        if isinstance(value, dict):
-            candidates = list(value.values())
-        else:
-            candidates = list(value) if isinstance(value, (list, tuple)) else [value]
-        for candidate in candidates:
-            if isinstance(candidate, torch.Tensor) and candidate.dim() > 0:
-                return int(candidate.shape[0])
-    return None
+                "steps_seen": self.optimizer_steps, "steps_asked": self.steps,
+                "card": e.card.name if e else None, "compiled": bool(e and e.compiled),
+                "autocast": e.autocast if e else None, "fsdp": e.fsdp if e else None,
+                "fsdp_units": e.fsdp_units if e else 0,
+                "count_seconds": self.count_seconds, "unfollowed": self.unfollowed}
 
 
 def _length(loader):
@@ -763,9 +778,16 @@ def main(argv: list[str]) -> None:
     sys.path[0] = os.path.dirname(os.path.abspath(script))
     global _calibration
     _calibration = _Calibration.from_env()
+    if _calibration is not None:
+        _calibration.start()
     _install()
     atexit.register(_report)
-    runpy.run_path(script, run_name="__main__")
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except BaseException as error:
+        if _calibration is not None:
+            _calibration.failed(error, script)
+        raise
 
 
 if __name__ == "__main__":

@@ -61,6 +61,7 @@ class Subject:
     activations: Figure | None = None      # activation bytes per batch element (sample, sequence)
     memory_batch: int = 0                  # batch elements per GPU
     strategy: str = "DDP"                  # "DDP": every GPU holds it all; "FSDP": sharded
+    counted: ops.Config | None = None      # a user's script: the step its calibration counted
 
 
 @dataclass(frozen=True)
@@ -135,13 +136,13 @@ def predict(subject: Subject, config: Config, records: list[dict], work: Work,
 def _predict(subject: Subject, config: Config, records: list[dict], work: Work,
              measured_link_mbit_s: float | None) -> Prediction:
     gpu, memory = config.offer.gpu_name, offer_vram_gb(config.offer)
-    step = ops.modelled(subject.workload, subject.args, gpu, memory, config.gpus)
+    step = ops.modelled(subject.workload, subject.args, gpu, memory, config.gpus, counted=subject.counted)
     too_big = (modelled_does_not_fit(subject, step, config.gpus, memory) if step is not None
                else does_not_fit(subject, config.gpus, memory))
     if too_big:
         return Prediction(config, basis=NO_FIT, left_out=too_big)
     per_unit = seconds_per_unit(subject.profile, subject.workload, subject.args, subject.precision,
-                                gpu, records, subject.published_ok, memory)
+                                gpu, records, subject.published_ok, memory, subject.counted)
     if per_unit is None:
         why = ("no basis: no record of it, no published figure and no datasheet row for "
                f"{gpu or 'this GPU'}")

@@ -115,9 +115,10 @@ def _canonical(gpu_name: str, memory_gb: float | None = None) -> str:
 
 def seconds_per_unit(profile: WorkloadProfile | None, workload: str, args: tuple, precision: str,
                      gpu_name: str, records: list[dict], published_ok: bool,
-                     memory_gb: float | None = None) -> Figure | None:
+                     memory_gb: float | None = None, counted: ops.Config | None = None) -> Figure | None:
     """Seconds for one unit of work on one GPU of `gpu_name`, with its basis, or None.
-    `published_ok`: the workload runs at the size the published figures were made at."""
+    `published_ok`: the workload runs at the size the published figures were made at;
+    `counted`: a user's script's step, as its calibration counted it."""
     measured = measured_by_gpu(records, workload, args, precision)
     name = _canonical(gpu_name, memory_gb)
     if name in measured:
@@ -126,9 +127,11 @@ def seconds_per_unit(profile: WorkloadProfile | None, workload: str, args: tuple
     spec = gpu_specs.spec_for(gpu_name, memory_gb)
     if spec is None:
         return None
-    step = ops.modelled(workload, args, gpu_name, memory_gb)
+    step = ops.modelled(workload, args, gpu_name, memory_gb, counted=counted)
     if step is not None:
         return step.seconds_per_unit
+    if counted is not None:   # a script's counted step on a card the step model cannot rate
+        return None
     if published_ok:
         rows = [p for p in gpu_specs.published_for(workload, spec.name, precision) if p.gpus == 1]
         if rows:

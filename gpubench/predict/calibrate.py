@@ -1,12 +1,18 @@
 """A user's script as the performance model needs it, from one short calibration run.
 
-What a step of a script costs per sample (its FLOPs, its batch, the gradient bytes DDP
-all-reduces, the samples of an epoch) is the same on any hardware, so a few steps on
-this machine's CPU tell it: the script runs unchanged under torchrun, one process,
-gloo, no GPU, under the probe (workloads/script_probe.py) with GPUBENCH_CALIBRATE_STEPS,
-which counts one step with torch's FlopCounterMode and ends the process after STEPS.
-The local launcher runs it (its command, environment, time limit and explanation of a
-failure), so it runs as `gpubench run` would run it, in the same directory.
+A step of a script is counted the way the suite's are (workloads/op_profile.py): every
+operation of one training step, its FLOPs, bytes, kernels and views and the step's peak
+of live memory, which the step model (ops.py) turns into time and memory on any GPU.
+The script runs unchanged under torchrun, one process, under the probe
+(workloads/script_probe.py) with GPUBENCH_CALIBRATE_STEPS: CUDA is emulated on this
+machine's CPU (workloads/cuda_emulation.py: "cuda" tensors on the meta device, NCCL
+answered by torch's fake process group, CUDA autocast's policy applied), so a script
+written for a GPU runs as it would there while nothing is computed; the probe counts
+from the end of its first optimizer step to the end of its second (gradient
+accumulation's micro-batches, data moved to the device and values read back included),
+then ends the process. The local launcher runs it (its command, environment, time limit
+and explanation of a failure), so it runs as `gpubench run` would run it, in the same
+directory.
 
 A calibration costs a run: its result is kept in the state dir, keyed by the script's
 SHA-256 (and --workdir's) and its arguments, and an unchanged script reuses it. No
@@ -29,6 +35,7 @@ from gpubench.format import say_flops
 from gpubench.launch.base import SweepPoint
 from gpubench.launch.failures import last_words
 from gpubench.launch.local import LocalLauncher
+from gpubench.predict import ops
 from gpubench.predict.advise import Subject
 from gpubench.predict.memory import OPTIMIZER_BYTES, ModelShape
 from gpubench.predict.model import MEASURED, Figure
@@ -36,10 +43,13 @@ from gpubench.predict.workload_profiles import WorkloadProfile
 from gpubench.suite import WorkloadRef
 from gpubench.workloads.script_probe import CALIBRATE_ENV, FLOP_STEP, PREFIX
 
-STEPS = 4                 # steps the calibration run takes: warm-up, the counted one, two timed
-TIME_LIMIT_S = 300.0      # torch's import and a slow first step included
+STEPS = FLOP_STEP         # optimizer steps the calibration run takes: the second is counted
+TIME_LIMIT_S = 300.0      # torch's import and the script's own start included
 CACHE_FILE = "calibrations.json"
-WRAPPERS = "DistributedDataParallel or FSDP"
+# The card the script is told it runs on: what it may branch on (bf16 support, flash
+# attention) is what every card of compute capability 8.0 or newer answers alike.
+EMULATED_CARD = {"name": "NVIDIA H200", "memory_bytes": 150_754_820_096, "capability": [9, 0], "count": 1}
+EMULATE_ENV = "GPUBENCH_EMULATE_CUDA"
 
 
 class CalibrationError(UsageError):
@@ -48,24 +58,53 @@ class CalibrationError(UsageError):
 
 @dataclass(frozen=True)
 class Calibration:
-    """What the calibration run's probe counted, and when."""
+    """What the calibration run's probe counted of one training step, and when."""
 
-    flops_per_step: float        # forward + backward + optimizer of one process's step
-    batch: int                   # samples per process per step (dim 0 of the forward's input)
-    grad_bytes: int              # the wrapped parameters that require grad
+    ops: tuple[tuple, ...]       # (phase, op, kind, count, flops, bytes, math), identical ones merged
+    peak_bytes: int              # the most bytes live on the device during the step
+    held_bytes: int              # live as it started: parameters, optimizer states, data on the device
+    samples: int                 # samples a step (every micro-batch of an accumulation)
+    tokens: int                  # tokens a step, where the model takes token ids; else 0
+    grad_bytes: int              # the model's parameters that require grad
     params: int
     epoch_samples: int | None    # the length of the DataLoader's dataset feeding the model
-    cpu_step_s: float | None     # this machine's CPU: informative only
+    precision: str               # "bf16" or "fp16" under CUDA autocast, else "fp32"
+    compiled: bool
+    fsdp_units: int
     steps_seen: int
-    whole_step: bool             # False: the count ran to the script's end, not to a next step
     date: str
     seconds: float               # the calibration run, torchrun's start included
-    saved_bytes: int | None = None   # what autograd kept for the backward pass in the counted step
+    count_seconds: float | None = None   # the counted step, on the meta device
     optimizer: str | None = None     # the first optimizer's class, lower case ("adamw", "sgd-momentum")
 
     @property
-    def flops_per_sample(self) -> float:
-        return self.flops_per_step / self.batch
+    def work(self) -> int:
+        """Units of work a step: its tokens where it has them, else its samples."""
+        return self.tokens or self.samples
+
+    @property
+    def unit(self) -> str:
+        return "tokens" if self.tokens else "samples"
+
+    @property
+    def flops_per_step(self) -> float:
+        return float(sum(row[3] * row[4] for row in self.ops))
+
+    @property
+    def kernels(self) -> int:
+        return sum(row[3] for row in self.ops if row[2] == "kernel")
+
+
+def step_config(name: str, cal: Calibration) -> ops.Config:
+    """The step model's view of the counted step: the operations at the script's own batch."""
+    rows = tuple(ops.OpRow(str(p), str(o), k == "kernel", int(n), (float(f), 0.0), (float(b), 0.0), str(m))
+                 for p, o, k, n, f, b, m in cal.ops)
+    activations = max(cal.peak_bytes - cal.held_bytes, 0)
+    # the activations grow with the batch, the held state does not
+    profile = ops.StepProfile(f"{name} (counted)", rows, (float(cal.held_bytes), activations / cal.samples),
+                              float(cal.held_bytes), cal.work // cal.samples, cal.params)
+    return ops.Config(name, profile.key, cal.samples, cal.precision, cal.compiled, cal.fsdp_units,
+                      counted=profile)
 
 
 def script_subject(ref: WorkloadRef, args: tuple, records: list[dict],
@@ -75,32 +114,34 @@ def script_subject(ref: WorkloadRef, args: tuple, records: list[dict],
     predictions (predict.basis) whatever the calibration says."""
     say = say or _stderr
     cal = calibration_for(ref, tuple(args), say)
-    counted = "one step" if cal.whole_step else f"step {FLOP_STEP} to the script's end"
+    flops = sum(r[3] * r[4] for r in cal.ops if r[0] != "optimizer")
+    source = (f"counted on the meta device over one training step of a calibration run on this "
+              f"machine's CPU, CUDA emulated, {cal.date}")
     profile = WorkloadProfile(
-        workload=ref.name, args=tuple(args), flops_per_sample=cal.flops_per_sample, unit="samples",
+        workload=ref.name, args=tuple(args), flops_per_sample=flops / cal.work, unit=cal.unit,
         params=cal.params, grad_bytes=cal.grad_bytes, epoch_samples=cal.epoch_samples,
-        batch_per_gpu=cal.batch,
-        source=(f"counted by torch's FlopCounterMode over {counted} of a calibration run on this "
-                f"machine's CPU, {cal.date}"),
-        work_per_gpu_step=cal.batch)
+        batch_per_gpu=cal.samples, source=source, work_per_gpu_step=cal.work)
     grad = Figure(float(cal.grad_bytes), MEASURED,
                   f"{size(cal.grad_bytes)} of gradients, counted by the calibration run's "
-                  f"probe: the parameters requiring grad of the model it wraps, {cal.date}")
-    return Subject(ref.name, tuple(args), "-", "samples/s", cal.batch, grad, profile,
-                   published_ok=False, memory_batch=cal.batch, **memory_of(cal))
+                  f"probe: the parameters requiring grad of the model it trains, {cal.date}")
+    return Subject(ref.name, tuple(args), cal.precision, f"{cal.unit}/s", cal.work, grad, profile,
+                   published_ok=False, memory_batch=cal.samples, counted=step_config(ref.name, cal),
+                   strategy="FSDP" if cal.fsdp_units else "DDP", **memory_of(cal))
 
 
 def memory_of(cal: Calibration) -> dict:
-    """What the memory model needs from a calibration: the parameters and the optimizer's
-    states (AdamW where it made another or none it knows), and the activations per
-    sample, as autograd kept them for the backward pass on this CPU (fp32: an upper
-    bound for a run under bf16 autocast)."""
+    """What the memory model needs from a calibration where the step model does not
+    answer (a card without a datasheet row): the parameters and the optimizer's states
+    (AdamW where it made another or none it knows), and the activations per sample, as
+    they were live at the step's peak."""
     optimizer = cal.optimizer if cal.optimizer in OPTIMIZER_BYTES else "adamw"
-    out: dict = {"shape": ModelShape(cal.params, optimizer=optimizer, compute_bytes=4.0)}
-    if cal.saved_bytes and cal.batch:
-        out["activations"] = Figure(cal.saved_bytes / cal.batch, MEASURED,
-                                    f"{size(cal.saved_bytes)} saved for the backward pass at a batch of "
-                                    f"{cal.batch} in the calibration run (fp32 on this CPU)")
+    compute = 2.0 if cal.precision in ops.LOW_PRECISION else 4.0
+    out: dict = {"shape": ModelShape(cal.params, optimizer=optimizer, compute_bytes=compute)}
+    activations = cal.peak_bytes - cal.held_bytes
+    if activations > 0 and cal.samples:
+        out["activations"] = Figure(activations / cal.samples, MEASURED,
+                                    f"{size(activations)} live at the counted step's peak beside its "
+                                    f"held state, at a batch of {cal.samples}")
     return out
 
 
@@ -110,10 +151,11 @@ def calibration_for(ref: WorkloadRef, args: tuple, say: Callable[[str], None]) -
     if kept is not None:
         say(f"calibration: reused from {kept.date}")
         return kept
-    say(f"calibration: running {ref.name} for {STEPS} steps on this machine's CPU (once per "
-        "version of the script)")
+    say(f"calibration: running {ref.name} for {STEPS} optimizer steps on this machine's CPU, CUDA "
+        "emulated (once per version of the script)")
     cal = run_calibration(ref, args)
-    say(f"calibration: {say_flops(cal.flops_per_sample)} per sample at a batch of {cal.batch}, "
+    say(f"calibration: {cal.kernels:,} kernels and {say_flops(cal.flops_per_step)} a step of "
+        f"{cal.samples:,} samples{f' ({cal.tokens:,} tokens)' if cal.tokens else ''}, "
         f"{size(cal.grad_bytes)} of gradients ({cal.seconds:.0f} s)")
     if key:
         keep(key, ref, args, cal)
@@ -122,29 +164,33 @@ def calibration_for(ref: WorkloadRef, args: tuple, say: Callable[[str], None]) -
 
 # --------------------------------------------------------------------------- the run
 class _CalibrationLauncher(LocalLauncher):
-    """The local launcher on the CPU, with the probe told to calibrate and CUDA hidden
-    (the FLOPs are the same anywhere; a GPU here would only be another place to fail)."""
+    """The local launcher on the CPU, with the probe told to calibrate under CUDA's
+    emulation, and any real GPU hidden (the count is the same anywhere)."""
 
     def __init__(self) -> None:
         super().__init__(gpus=[])
 
     def environment(self, procs: int) -> dict[str, str]:
-        return {**super().environment(procs), CALIBRATE_ENV: str(STEPS), "CUDA_VISIBLE_DEVICES": ""}
+        return {**super().environment(procs), CALIBRATE_ENV: str(STEPS), "CUDA_VISIBLE_DEVICES": "",
+                EMULATE_ENV: json.dumps(EMULATED_CARD)}
 
 
 def run_calibration(ref: WorkloadRef, args: tuple) -> Calibration:
-    """Run the script for STEPS steps and read what its probe counted; CalibrationError
-    (one line) when it fails, takes too long or never trains a wrapped model."""
+    """Run the script for STEPS optimizer steps and read what its probe counted;
+    CalibrationError (one line) when it fails, takes too long or trains nothing."""
     reports: list[dict] = []
     with _CalibrationLauncher() as launcher:
         outcome = launcher.run(ref, SweepPoint(1, 1), list(args), lambda line: _take(line, reports),
                                TIME_LIMIT_S)
+    report = reports[-1] if reports else None
+    unfollowed = ((report or {}).get("calibration") or {}).get("unfollowed")
+    if unfollowed:
+        raise CalibrationError(f"calibration: {ref.name}: {unfollowed}")
     if outcome.failure is not None and outcome.failure.kind == "timeout":
-        raise CalibrationError(f"calibration: {ref.name} did not reach {STEPS} training steps within "
+        raise CalibrationError(f"calibration: {ref.name} did not reach {STEPS} optimizer steps within "
                                f"{TIME_LIMIT_S:.0f} s on this machine's CPU; nothing to predict from")
     if outcome.returncode != 0:
         raise CalibrationError(f"calibration: {ref.name} failed: {_one_line(outcome.error or '')}")
-    report = reports[-1] if reports else None
     if report is None:
         raise CalibrationError(f"calibration: {ref.name} ended without the probe's report "
                                "(it left by os._exit, or its probe did not run); nothing to predict from")
@@ -167,29 +213,27 @@ def _take(line: str, reports: list[dict]) -> None:
 def from_report(name: str, report: dict, seconds: float, said: str = "") -> Calibration:
     """The probe's calibration object as a Calibration, or why there is none."""
     found = report.get("calibration") or {}
-    if not report.get("wrapped"):
+    steps, step = int(found.get("steps_seen") or 0), found.get("step")
+    if steps < STEPS or not step:
         words = f" (its last words: {_one_line(said)[:160]})" if said else ""
-        raise CalibrationError(f"calibration: {name} never wrapped a model in {WRAPPERS} within "
-                               f"{STEPS} steps; nothing to predict from{words}")
-    steps, counted, batch = found.get("steps_seen") or 0, found.get("flops_per_step"), found.get("batch")
-    if steps < FLOP_STEP:
-        raise CalibrationError(f"calibration: {name} wrapped a model but ran {steps} training step(s) "
-                               f"(forward calls with gradients) before it ended; {FLOP_STEP} are needed "
-                               "to count one; nothing to predict from")
-    if counted is None or not batch:
-        why = "no tensor in its forward call to read the batch from" if counted is not None else \
-            "FlopCounterMode could not be entered or left around it"
-        raise CalibrationError(f"calibration: {name}: its step could not be counted ({why}); "
-                               "nothing to predict from")
-    if counted <= 0:
-        raise CalibrationError(f"calibration: {name}: FlopCounterMode counted no FLOPs in its step (it "
-                               "counts matrix products, convolutions and attention only); nothing to "
-                               "predict from")
-    return Calibration(float(counted), int(batch), int(found.get("grad_bytes") or 0),
+        raise CalibrationError(f"calibration: {name} took {steps} optimizer step(s) before it ended; "
+                               f"{STEPS} are needed (the second is counted); nothing to predict from{words}")
+    rows = tuple(tuple(row) for row in step.get("ops") or ())
+    if not any(row[2] == "kernel" for row in rows):
+        raise CalibrationError(f"calibration: {name}: its training step ran no operation on CUDA (the "
+                               "model and its batches stay on the CPU); nothing to predict on a GPU")
+    samples = int(step.get("samples") or 0)
+    if samples < 1:
+        raise CalibrationError(f"calibration: {name}: no tensor in its model's forward calls to read the "
+                               "batch from; nothing to predict from")
+    autocast = found.get("autocast")
+    return Calibration(rows, int(step.get("peak_bytes") or 0), int(step.get("held_bytes") or 0), samples,
+                       int(step.get("tokens") or 0), int(found.get("grad_bytes") or 0),
                        int(found.get("params") or 0), found.get("epoch_samples"),
-                       found.get("cpu_step_s"), int(steps), found.get("flops_window") == "step",
+                       autocast if autocast in ops.LOW_PRECISION else "fp32", bool(found.get("compiled")),
+                       int(found.get("fsdp_units") or 0), steps,
                        datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), round(seconds, 1),
-                       found.get("saved_bytes"), found.get("optimizer"))
+                       found.get("count_seconds"), found.get("optimizer"))
 
 
 def size(nbytes: int) -> str:
@@ -233,8 +277,10 @@ def _entries() -> dict:
 def cached(key: str) -> Calibration | None:
     entry = _entries().get(key)
     try:
-        return Calibration(**entry["calibration"])
-    except (TypeError, KeyError):    # absent, or kept by another version of this file
+        found = dict(entry["calibration"])
+        found["ops"] = tuple(tuple(row) for row in found["ops"])
+        return Calibration(**found)
+    except (TypeError, KeyError, ValueError):    # absent, or kept by another version of this file
         return None
 
 

@@ -31,11 +31,12 @@ from gpubench.predict.verdict import interval
 from gpubench.workloads.record_schema import REPLICATED
 
 THROUGHPUT_CONSTANTS = ("e_flop", "e_bw", "host_per_kernel", "host_per_view", "host_per_step", "overlap_p",
-                        "compile_bytes", "compile_host", "fsdp_host_per_unit", "low_precision_bytes")
+                        "compile_bytes", "compile_host", "fsdp_host_per_unit", "low_precision_bytes",
+                        "device_per_kernel", "e_flop_fp32")
 MEMORY_CONSTANTS = ("compile_activations", "conv_workspace", "base_bytes")
 PRIOR_WEIGHT = 0.02          # per constant, on its log-distance from the starting value
-UPPER = {"low_precision_bytes": 2.0, "e_flop": 1.0, "e_bw": 1.0, "compile_bytes": 1.0, "compile_host": 1.0, "compile_activations": 1.0}
-LOWER = {"overlap_p": 1.0, "low_precision_bytes": 0.5}
+UPPER = {"low_precision_bytes": 2.0, "e_flop": 1.0, "e_flop_fp32": 1.0, "e_bw": 1.0, "compile_bytes": 1.0, "compile_host": 1.0, "compile_activations": 1.0}
+LOWER = {"overlap_p": 1.0}
 ITERATIONS = 3000
 
 

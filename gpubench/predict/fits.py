@@ -36,7 +36,7 @@ def largest_batch(subject: Subject, gpu: str, card_gb: float | None, gpus: int) 
     is known of the memory."""
     if not card_gb:
         return None
-    step = ops.modelled(subject.workload, subject.args, gpu, card_gb, gpus)
+    step = ops.modelled(subject.workload, subject.args, gpu, card_gb, gpus, counted=subject.counted)
     if step is not None:
         return ops.largest_batch(step.config, usable_bytes(card_gb), gpus), step.config.batch
     if subject.shape is None:
@@ -58,7 +58,9 @@ def _smaller_batch(subject: Subject, too_big: list[Prediction]) -> str | None:
     cards = sorted({(gpus, card_gb) for b, card_gb, gpus, _ in found if b == best})
     names = sorted({gpu for b, _, _, gpu in found if b == best})
     where = spoken([f"{gpus}x {card_gb:g} GB" for gpus, card_gb in cards], "or")
-    return f"batch {best} a GPU fits {where} ({', '.join(names)}): `--batch-size {best}`"
+    # a user's script names its batch its own way
+    flag = "" if subject.counted is not None else f": `--batch-size {best}`"
+    return f"batch {best} a GPU fits {where} ({', '.join(names)}){flag}"
 
 
 def _checkpointed(subject: Subject, too_big: list[Prediction]) -> str | None:

@@ -55,6 +55,9 @@ PROFILES_PACKAGE, PROFILES_FILE = "gpubench.workloads", "step_profiles.json"
 CONSTANTS_FILE = Path(__file__).with_name("step_constants.json")
 FLOP_OPS_CONV = ("aten.convolution", "aten.convolution_backward")
 LOW_PRECISION = ("bf16", "fp16")
+# Batch normalisation reads its input twice: once for the batch's statistics, once to
+# normalise it (and its backward, once for the sums, once for the gradient).
+TWO_PASS = ("aten.native_batch_norm", "aten.native_batch_norm_backward")
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class OpRow:
     count: int
     flops: tuple[float, float]     # a + b x batch
     nbytes: tuple[float, float]
+    math: str = ""                 # a script's counted op: the arithmetic its FLOPs run at (bf16, tf32, ...)
 
     def at(self, batch: int) -> tuple[float, float]:
         return self.flops[0] + self.flops[1] * batch, self.nbytes[0] + self.nbytes[1] * batch
@@ -106,10 +110,13 @@ class Constants:
     compile_bytes: float     # share of the memory-bound bytes left after torch.compile's fusion
     compile_host: float      # share of the host's per-kernel cost left under torch.compile
     fsdp_host_per_unit: float    # host seconds per FSDP unit and step (hooks, copies, streams)
-    low_precision_bytes: float   # a 16-bit memory-bound kernel's time against its bytes' (its
-    #                              elements still cost fp32 arithmetic and index math each)
+    low_precision_bytes: float   # a 16-bit convolution's extra passes over its tensors, in its bytes
+    #                              (cuDNN's tensor-core kernels take NHWC: NCHW is transposed in and out)
     compile_activations: float   # share of the activations torch.compile keeps
     base_bytes: float            # what any step allocates beside the model (cuBLAS's workspaces)
+    device_per_kernel: float     # seconds a kernel takes on the device whatever it does (launch, ramp, tail)
+    e_flop_fp32: float           # the share of the plain FP32 peak a matrix product reaches (CUDA cores'
+    #                              GEMMs, not the tensor cores' that e_flop is for)
     conv_workspace: float        # cuDNN's autotuned convolutions' workspace, in largest convolutions
     source: str
     fitted_on: tuple[str, ...] = ()
@@ -128,7 +135,7 @@ class Constants:
 DEFAULT_CONSTANTS = Constants(
     e_flop=0.75, e_bw=0.5, host_per_kernel=40e-6, host_per_view=10e-6, host_per_step=4e-4,
     overlap_p=3.0, compile_bytes=0.5, compile_host=0.1, fsdp_host_per_unit=2.9e-3, low_precision_bytes=1.0,
-    compile_activations=0.6, base_bytes=32 * 2**20, conv_workspace=4.0,
+    compile_activations=0.6, base_bytes=32 * 2**20, conv_workspace=4.0, device_per_kernel=3e-6, e_flop_fp32=0.75,
     source="unfitted starting values")
 
 _FIELDS = [f for f in Constants.__dataclass_fields__ if f not in ("source", "fitted_on", "loo_median_error",
@@ -187,6 +194,8 @@ class Config:
     # a record from a run that wrapped one process in DDP (the suite did until it left a
     # world of one unwrapped: harness.replicate); its peak holds DDP's buckets
     ddp_at_one: bool = False
+    # a user's script: the step its calibration counted (no shipped profile covers it)
+    counted: "StepProfile | None" = None
 
     @property
     def fsdp(self) -> bool:
@@ -228,7 +237,7 @@ def config_for(workload: str, args: tuple | list) -> Config | None:
 
 
 def profile_for(config: Config) -> StepProfile | None:
-    return _profile(config.key)
+    return config.counted if config.counted is not None else _profile(config.key)
 
 
 @dataclass(frozen=True)
@@ -249,7 +258,9 @@ class Rates:
         return cls(spec.name, tera(spec.bf16_tflops), tera(spec.fp16_tflops), tera(spec.tf32_tflops),
                    tera(spec.fp32_tflops), None if spec.memory_bw_gbs is None else spec.memory_bw_gbs * 1e9)
 
-    def peak_for(self, config: Config, op: str) -> float | None:
+    def peak_for(self, config: Config, op: str, math: str = "") -> float | None:
+        if math:   # counted from the operation's own inputs
+            return {"bf16": self.bf16, "fp16": self.fp16, "tf32": self.tf32, "fp32": self.fp32}.get(math)
         if config.precision in LOW_PRECISION:
             return self.bf16 if config.precision == "bf16" else self.fp16
         if op in FLOP_OPS_CONV or config.tf32_matmul:
@@ -285,6 +296,11 @@ def _weight_cast(row: OpRow) -> bool:
     return row.op == "aten._to_copy" and row.nbytes[1] == 0 and row.flops == (0.0, 0.0)
 
 
+def _low(config: Config, row: OpRow) -> bool:
+    """The operation runs in 16 bits: as counted, or under the run's autocast."""
+    return row.math in LOW_PRECISION if row.math else config.precision in LOW_PRECISION
+
+
 def fsdp_bytes(params: int, precision: str) -> float:
     """Bytes FSDP2 moves through memory a step beside the model's own: each unit's
     parameters cast to the compute dtype and gathered in the forward and again in the
@@ -308,19 +324,23 @@ def estimate(config: Config, profile: StepProfile, rates: Rates, c: Constants, g
             continue
         flops, nbytes = row.at(config.batch)
         if flops > 0:
-            peak = rates.peak_for(config, row.op)
+            peak = rates.peak_for(config, row.op, row.math)
             if peak is None:
                 return None
-            t_flop, t_byte = flops / (c.e_flop * peak), nbytes / bw
+            share = c.e_flop_fp32 if peak == rates.fp32 and peak != rates.tf32 else c.e_flop
+            t_flop, t_byte = flops / (share * peak), nbytes / bw
             if t_flop >= t_byte:
                 flop_s += row.count * t_flop
             else:
                 byte_s += row.count * t_byte
+            if row.op in FLOP_OPS_CONV and _low(config, row):
+                # NCHW tensors transposed for the tensor cores and back: more passes over them
+                byte_s += row.count * c.low_precision_bytes * nbytes / bw
             kernels += row.count
         else:
             share = c.compile_bytes if config.compiled else 1.0
-            if config.precision in LOW_PRECISION:
-                share *= c.low_precision_bytes
+            if row.op in TWO_PASS:
+                share *= 2.0
             byte_s += row.count * share * nbytes / bw
             kernels += row.count * (c.compile_bytes if config.compiled else 1.0)
     host_kernel = c.host_per_kernel * (c.compile_host if config.compiled else 1.0)
@@ -328,7 +348,7 @@ def estimate(config: Config, profile: StepProfile, rates: Rates, c: Constants, g
     if config.fsdp:
         host += config.fsdp_units * c.fsdp_host_per_unit
         byte_s += fsdp_bytes(profile.params, config.precision) / bw
-    device = flop_s + byte_s
+    device = flop_s + byte_s + kernels * c.device_per_kernel
     p = c.overlap_p
     step = (host ** p + device ** p) ** (1.0 / p)
     return StepEstimate(host, device, flop_s, byte_s, step, config.batch * profile.work_per_batch,
@@ -406,11 +426,12 @@ def fitted_gpus(c: Constants) -> set[str]:
 
 
 def modelled(workload: str, args: tuple | list, gpu_name: str, memory_gb: float | None = None,
-             gpus: int = 1, constants: Constants | None = None) -> Modelled | None:
+             gpus: int = 1, constants: Constants | None = None, counted: Config | None = None) -> Modelled | None:
     """The step model's figure for `workload` at `args` on one GPU of `gpu_name` (of
     `gpus` in all, for FSDP's shards); None where there is no step profile for the
-    arguments, no datasheet row for the card, or the card lacks a rate the step needs."""
-    config = config_for(workload, args)
+    arguments, no datasheet row for the card, or the card lacks a rate the step needs.
+    `counted`: a user's script's configuration, its step counted by its calibration."""
+    config = counted or config_for(workload, args)
     profile = profile_for(config) if config else None
     spec = gpu_specs.spec_for(gpu_name, memory_gb) if gpu_name else None
     if profile is None or spec is None:

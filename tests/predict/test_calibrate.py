@@ -1,7 +1,7 @@
-"""`gpubench advise ./train.py`: a user's script calibrated by a short run on this
-machine's CPU (gpubench.predict.calibrate, the probe's GPUBENCH_CALIBRATE_STEPS), its
-FLOPs per sample, batch and gradient bytes as the performance model's Subject; a script
-that fails, or never wraps a model, in one line; an unchanged script not run twice."""
+"""`gpubench predict ./train.py`: a user's script calibrated by a short run on this
+machine's CPU under CUDA's emulation (gpubench.predict.calibrate, the probe's
+GPUBENCH_CALIBRATE_STEPS), its counted step as the step model's Subject; a script that
+fails, or trains nothing, in one line; an unchanged script not run twice."""
 
 from __future__ import annotations
 
@@ -15,32 +15,18 @@ import pytest
 from gpubench import suite
 from gpubench.errors import UsageError
 from gpubench.predict import calibrate
-from gpubench.predict.calibrate import STEPS, Calibration, CalibrationError
+from gpubench.predict.calibrate import STEPS, CalibrationError
 from gpubench.workloads.script_probe import CALIBRATE_ENV, PREFIX
-from tests.helpers import JOIN, LEAVE, REPO, TRAINS_ALONE
+from tests.helpers import JOIN, LEAVE, REPO, TRAINS_ALONE, counted_calibration
 
-# A Linear(32, 16) under DDP on gloo, batch 8, 20 steps from a DataLoader of 400 samples
-# (a smaller validation loader made after it); it would write its marker at the end.
-TINY_DDP = JOIN + """\
-import os, torch
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, TensorDataset
-model = DDP(nn.Linear(32, 16))
+# A script that asks torch.cuda for what its emulation does not answer.
+UNFOLLOWED = """\
+import torch
+model = torch.nn.Linear(8, 1).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-train = DataLoader(TensorDataset(torch.randn(400, 32)), batch_size=8)
-val = DataLoader(TensorDataset(torch.randn(40, 32)), batch_size=8)
-for step, (x,) in enumerate(train):
-    if step == 20:
-        break
-    loss = model(x).pow(2).mean()
-    opt.zero_grad(); loss.backward(); opt.step()
-with torch.no_grad():
-    for (x,) in val:
-        model(x)
-open(os.environ["DONE_MARKER"], "w").write("done")
-print("done")
-""" + LEAVE
+print("starting")
+torch.cuda.get_rng_state()
+"""
 
 MISSING_DATA = JOIN + """\
 open("no-such-data.csv").read()
@@ -61,30 +47,55 @@ def script(tmp_path, monkeypatch, source: str):
 
 
 # --------------------------------------------------------------------------- fast
-def report(**calibration) -> dict:
-    found = {"steps_seen": STEPS + 1, "flops_per_step": 16384, "batch": 8, "flops_window": "step",
-             "grad_bytes": 2112, "params": 528, "cpu_step_s": 0.01, "epoch_samples": None}
-    return {"rank": 0, "wrapped": ["DDP"], "calibration": {**found, **calibration}}
+def report(**step) -> dict:
+    counted = {"ops": [list(row) for row in counted_calibration().ops], "peak_bytes": 1_300_000,
+               "held_bytes": 1_200_000, "samples": 32, "tokens": 0, **step}
+    return {"rank": 0, "wrapped": [], "calibration": {
+        "step": counted, "steps_seen": STEPS, "grad_bytes": 400_000, "params": 100_000,
+        "epoch_samples": 4000, "optimizer": "adamw", "autocast": "bf16", "compiled": False,
+        "fsdp_units": 0, "count_seconds": 0.1, "unfollowed": None}}
 
 
 def test_a_report_of_a_counted_step_is_a_calibration():
     cal = calibrate.from_report("train.py", report(), 12.3)
-    assert (cal.flops_per_sample, cal.batch, cal.grad_bytes, cal.whole_step) == (2048, 8, 2112, True)
+    assert (cal.samples, cal.work, cal.unit, cal.grad_bytes, cal.precision) == (32, 32, "samples", 400_000, "bf16")
+    assert cal.kernels == 5 and cal.flops_per_step == pytest.approx(1.87e6 * 32)
 
 
-@pytest.mark.parametrize("wrapped, calibration, words", [
-    ([], {}, f"calibration: train.py never wrapped a model in DistributedDataParallel or FSDP within "
-             f"{STEPS} steps; nothing to predict from"),
-    (["DDP"], {"steps_seen": 1, "flops_per_step": None, "batch": None},
-     "calibration: train.py wrapped a model but ran 1 training step(s)"),
-    (["DDP"], {"flops_per_step": 0}, "FlopCounterMode counted no FLOPs in its step"),
-    (["DDP"], {"batch": None}, "no tensor in its forward call to read the batch from"),
+@pytest.mark.parametrize("found, words", [
+    ({"steps_seen": 1, "step": None}, "calibration: train.py took 1 optimizer step(s) before it ended; "
+                                      f"{STEPS} are needed (the second is counted)"),
+    ({"step": {"ops": [["forward", "aten.view", "host", 1, 0, 0, ""]], "samples": 32}},
+     "its training step ran no operation on CUDA"),
+    ({"step": {"ops": [["forward", "aten.mm", "kernel", 1, 10, 10, "fp32"]], "samples": 0}},
+     "no tensor in its model's forward calls to read the batch from"),
 ])
-def test_a_report_with_nothing_to_predict_from_says_why_in_one_line(wrapped, calibration, words):
+def test_a_report_with_nothing_to_predict_from_says_why_in_one_line(found, words):
+    got = report()
+    got["calibration"].update(found)
     with pytest.raises(CalibrationError) as raised:
-        calibrate.from_report("train.py", {**report(**calibration), "wrapped": wrapped}, 1.0)
+        calibrate.from_report("train.py", got, 1.0)
     assert words in str(raised.value) and "\n" not in str(raised.value)
     assert isinstance(raised.value, UsageError)
+
+
+def test_a_counted_step_is_predicted_by_the_step_model_with_its_memory():
+    """No assumed floor, no assumed share of the peak: the counted kernels against the
+    card's rates, and the counted peak (plus what any step allocates) as its memory."""
+    from gpubench.predict import ops
+
+    cal = counted_calibration(samples=4096, flops_per_sample=4e9, params=100_000, precision="bf16")
+    config = calibrate.step_config("train.py", cal)
+    step = ops.modelled("train.py", (), "H200", 141, counted=config)
+    assert step.estimate.work == 4096 and step.config.batch == 4096
+    c = ops.shipped_constants()
+    # the counted peak, or the held state with every gradient made (the step's end)
+    held_and_grads = cal.held_bytes + 4 * cal.params
+    assert step.estimate.memory_bytes == pytest.approx(max(cal.peak_bytes, held_and_grads) + c.base_bytes)
+    assert step.seconds_per_unit.basis == "modelled"
+    assert "train.py (counted) at a batch of 4096" in step.seconds_per_unit.source
+    # twice the batch: the activations grow, the held state does not
+    assert ops.memory_at(config, 8192) - ops.memory_at(config, 4096) == pytest.approx(cal.peak_bytes - cal.held_bytes)
 
 
 def test_an_unchanged_script_reuses_its_calibration_and_an_edited_one_runs_again(tmp_path, monkeypatch):
@@ -93,7 +104,7 @@ def test_an_unchanged_script_reuses_its_calibration_and_an_edited_one_runs_again
 
     def run(ref, args):
         runs.append(args)
-        return Calibration(16384.0, 8, 2112, 528, 400, 0.01, 5, True, "2026-01-02 03:04", 9.0)
+        return counted_calibration()
 
     monkeypatch.setattr(calibrate, "run_calibration", run)
     said = []
@@ -111,41 +122,59 @@ def test_a_damaged_cache_is_no_cache(tmp_path, monkeypatch):
     ref = script(tmp_path, monkeypatch, NO_DDP)
     calibrate.cache_path().parent.mkdir(parents=True)
     calibrate.cache_path().write_text("{not json")
-    monkeypatch.setattr(calibrate, "run_calibration",
-                        lambda ref, args: Calibration(2.0, 1, 4, 1, None, None, 5, True, "d", 1.0))
+    monkeypatch.setattr(calibrate, "run_calibration", lambda ref, args: counted_calibration(samples=1))
     assert calibrate.script_subject(ref, (), [], lambda line: None).batch_per_gpu == 1
     assert len(json.loads(calibrate.cache_path().read_text())["calibrations"]) == 1
 
 
 # --------------------------------------------------------------------------- slow: torch runs
+SCRIPTS = REPO / "benchmarks" / "scripts"
+SMALL_GPT = ("--n-layer", "2", "--n-embd", "64", "--n-head", "4", "--block-size", "32", "--vocab-size", "256",
+             "--batch-size", "4")
+SMALL_MNIST = ("--images", "512")
+
+
 @pytest.mark.slow
-def test_a_ddp_script_is_counted_in_a_few_steps_and_ended_early(tmp_path, monkeypatch):
-    ref = script(tmp_path, monkeypatch, TINY_DDP)
-    marker = tmp_path / "done-marker"
-    monkeypatch.setenv("DONE_MARKER", str(marker))
+@pytest.mark.parametrize("name, args, samples, tokens, precision", [
+    ("nanogpt_shaped.py", (), 4 * 8, 4 * 8 * 64, "bf16"),
+    ("portable_gpt2.py", SMALL_GPT, 4, 4 * 32, "bf16"),
+    ("mnist_net.py", SMALL_MNIST, 64, 0, "fp32"),
+    ("mnist_net.py", SMALL_MNIST + ("--always-ddp",), 64, 0, "fp32"),
+])
+def test_a_script_written_for_cuda_is_counted_on_this_cpu_and_predicted(tmp_path, monkeypatch, name, args,
+                                                                        samples, tokens, precision):
+    """nanoGPT's shape (CUDA and NCCL hard-coded, fused AdamW, pinned batches, four
+    micro-batches a step, a loss read back), a portable GPT under bf16 autocast where
+    CUDA is, pytorch/examples' MNIST Net wrapped in DDP only at a world of two, or
+    always: each counted as it would run on a GPU, and predicted with its memory."""
+    from gpubench.predict import ops
+
+    source = (REPO / "tests" / "fixtures" / name) if name == "nanogpt_shaped.py" else SCRIPTS / name
+    ref = script(tmp_path, monkeypatch, source.read_text())
     said = []
-    subject = calibrate.script_subject(ref, (), [], said.append)
-    # FlopCounterMode counts 2 FLOPs per multiply-add: the forward 2 x 32 x 16 per sample,
-    # and the backward only the weight's gradient (as much again): the input is data, which
-    # needs no gradient. The bias add and the SGD update count nothing.
-    assert subject.profile.flops_per_sample == 2 * (2 * 32 * 16)
-    assert subject.batch_per_gpu == subject.profile.batch_per_gpu == 8
-    assert subject.grad_bytes.value == subject.profile.grad_bytes == (32 * 16 + 16) * 4
-    assert subject.profile.params == 32 * 16 + 16
-    assert subject.profile.epoch_samples == 400               # the loader feeding it, not val's 40
-    assert (subject.workload, subject.precision, subject.unit) == (ref.name, "-", "samples/s")
-    assert subject.published_ok is False and subject.grad_bytes.basis == "measured"
-    assert "FlopCounterMode over one step of a calibration run" in subject.profile.source
-    assert not marker.exists()                                 # ended after STEPS steps
-    cal = calibrate.cached(calibrate.cache_key(ref, ()))
-    assert cal.steps_seen == STEPS + 1 and cal.cpu_step_s > 0
-    # memory: the optimizer it made, and what autograd kept for the backward pass (at least
-    # the input batch the weight's gradient needs: 8 x 32 fp32 values)
-    assert cal.optimizer == "sgd" and subject.shape.optimizer == "sgd"
-    assert subject.shape.params == 32 * 16 + 16
-    assert cal.saved_bytes >= 8 * 32 * 4
-    assert subject.activations.value == cal.saved_bytes / 8 and subject.memory_batch == 8
-    assert said[0].startswith("calibration: running") and "2.05 kFLOP per sample" in said[1]
+    subject = calibrate.script_subject(ref, args, [], said.append)
+    cal = calibrate.cached(calibrate.cache_key(ref, args))
+    assert (cal.samples, cal.tokens, cal.precision, cal.steps_seen) == (samples, tokens, precision, STEPS)
+    assert cal.kernels > 10 and cal.peak_bytes > cal.held_bytes > 0
+    assert subject.grad_bytes.value == 4 * subject.profile.params
+    assert subject.unit == ("tokens/s" if tokens else "samples/s")
+    if precision == "bf16":   # the matrix products under autocast, counted at bf16
+        assert {row[6] for row in cal.ops if row[1] == "aten.mm"} == {"bf16"}
+    step = ops.modelled(subject.workload, args, "H200", 141, counted=subject.counted)
+    assert step is not None and step.estimate.memory_bytes > cal.peak_bytes
+    assert said[0].startswith("calibration: running") and "kernels and" in said[1]
+
+
+@pytest.mark.slow
+def test_a_call_the_emulation_cannot_follow_is_named_in_one_line(tmp_path, monkeypatch):
+    ref = script(tmp_path, monkeypatch, UNFOLLOWED)
+    with pytest.raises(CalibrationError) as raised:
+        calibrate.script_subject(ref, (), [], lambda line: None)
+    words = str(raised.value)
+    assert words.startswith(f"calibration: {ref.name}: stopped under CUDA's emulation on this machine's CPU "
+                            "at train.py line 5: `torch.cuda.get_rng_state()`")
+    assert "\n" not in words
+    assert calibrate.cached(calibrate.cache_key(ref, ())) is None   # a failure is not kept
 
 
 @pytest.mark.slow
@@ -154,19 +183,7 @@ def test_a_script_that_fails_its_calibration_says_its_own_error_in_one_line(tmp_
     with pytest.raises(CalibrationError) as raised:
         calibrate.script_subject(ref, (), [], lambda line: None)
     words = str(raised.value)
-    assert words.startswith(f"calibration: {ref.name} failed: FileNotFoundError")
-    assert "no-such-data.csv" in words and "\n" not in words
-    assert calibrate.cached(calibrate.cache_key(ref, ())) is None   # a failure is not kept
-
-
-@pytest.mark.slow
-def test_a_script_that_never_wraps_a_model_has_nothing_to_predict_from(tmp_path, monkeypatch):
-    ref = script(tmp_path, monkeypatch, NO_DDP)
-    with pytest.raises(CalibrationError) as raised:
-        calibrate.script_subject(ref, (), [], lambda line: None)
-    assert str(raised.value) == (
-        f"calibration: {ref.name} never wrapped a model in DistributedDataParallel or FSDP within "
-        f"{STEPS} steps; nothing to predict from (its last words: done)")
+    assert "FileNotFoundError" in words and "no-such-data.csv" in words and "\n" not in words
 
 
 @pytest.mark.slow
