@@ -5,6 +5,7 @@ of each prediction printed.
 
     sudo .venv/bin/python benchmarks/predict_accuracy.py [--quick] [--part A|B]
     .venv/bin/python benchmarks/predict_accuracy.py --part G     # the step model on real GPU runs
+    .venv/bin/python benchmarks/predict_accuracy.py --part S [--nanogpt DIR]   # users' scripts on the H200
 
 Part A, processes on this CPU (gloo over loopback). For each suite workload that
 trains (mnist-ddp, resnet-ddp, gpt-ddp, recsys-ddp at the sizes the suite picks on a
@@ -25,6 +26,14 @@ Part G, no run: each configuration of the reference records measured on a real G
 (results/reference/<device>/) is predicted by the step model (gpubench/predict/ops.py)
 with its constants fitted to every other configuration (leave-one-out), beside the
 measurement: the error, whether it falls inside the interval, and the memory a GPU.
+
+Part S, users' scripts: `gpubench predict SCRIPT --gpu H200 --gpus 1 --format json`
+for each script whose step was measured on the reference H200 (the figures and their
+sources in SCRIPT_FIGURES): nanoGPT's train.py unchanged (a checkout given by
+--nanogpt, copied to a scratch folder with synthetic OpenWebText tokens), the portable
+GPT-2 script and pytorch/examples' MNIST Net in both its DDP shapes
+(benchmarks/scripts/). Each is calibrated afresh (a state dir of its own), so the time
+its step takes to count is part of the row.
 
 Every process runs one thread (OMP_NUM_THREADS=1): on a 2-core machine two processes
 are meant to get a core each, so that a sample costs the same compute at 1 and at 2
@@ -64,6 +73,7 @@ import os
 import platform
 import resource
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -689,11 +699,98 @@ def part_g() -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class ScriptFigure:
+    """A user's script as measured on the reference H200, one training step."""
+
+    label: str
+    script: str                  # under benchmarks/scripts/, or "nanoGPT" (the checkout's train.py)
+    args: tuple[str, ...]
+    step_s: float                # measured seconds a step
+    source: str
+
+
+NANOGPT_ARGS = ("--compile=False", "--gradient_accumulation_steps=1", "--max_iters=60", "--eval_interval=1000",
+                "--eval_iters=2", "--log_interval=20", "--always_save_checkpoint=False", "--wandb_log=False")
+REFERENCE = "shared/reference/h200-2026-11-28"
+SCRIPT_FIGURES = (
+    ScriptFigure("nanoGPT train.py, unchanged", "nanoGPT", NANOGPT_ARGS, 0.0331,
+                 f"33.0-33.2 ms an iteration, torchrun by hand ({REFERENCE}/side_by_side/log2.txt)"),
+    ScriptFigure("portable GPT-2 124M, batch 12 x 1024, bf16", "portable_gpt2.py", (), 0.033,
+                 "about 33 ms a step on the same H200, as reported beside nanoGPT's (the same model and batch; no log of it is kept)"),
+    ScriptFigure("MNIST Net, batch 64, DDP only at world > 1", "mnist_net.py", (), 64 / 22_383,
+                 f"22,383 img/s, the suite's mnist-ddp of the same shape ({REFERENCE}/README.md)"),
+    ScriptFigure("MNIST Net, batch 64, always DDP", "mnist_net.py", ("--always-ddp",), 64 / 22_383,
+                 f"22,383 img/s, the suite's mnist-ddp at one GPU ({REFERENCE}/README.md)"),
+)
+
+
+def _nanogpt_scratch(checkout: Path, tmp: Path) -> Path:
+    """nanoGPT's train.py, model.py and configurator.py beside synthetic OpenWebText tokens."""
+    import numpy as np
+
+    where = tmp / "nanogpt"
+    (where / "data" / "openwebtext").mkdir(parents=True)
+    for name in ("train.py", "model.py", "configurator.py"):
+        shutil.copy(checkout / name, where / name)
+    rng = np.random.default_rng(0)
+    for split, size in (("train", 2_000_000), ("val", 200_000)):
+        rng.integers(0, 50257, size=size, dtype=np.uint16).tofile(where / "data" / "openwebtext" / f"{split}.bin")
+    return where
+
+
+def part_s(nanogpt: Path | None) -> int:
+    """Part S: each script predicted on the H200 beside its measured step."""
+    gpubench = Path(sys.executable).with_name("gpubench")
+    rows = ["| script | measured step | predicted step | predicted (interval) | measured | inside | "
+            "memory a GPU | bound by | counted in |", "|---|---:|---:|---|---:|---|---:|---|---:|"]
+    failed = 0
+    say("command: " + " ".join([Path(sys.executable).name, *sys.argv]))
+    with tempfile.TemporaryDirectory(prefix="gpubench-scripts-") as tmp:
+        for figure in SCRIPT_FIGURES:
+            if figure.script == "nanoGPT":
+                if nanogpt is None or not (nanogpt / "train.py").is_file():
+                    say(f"part S: {figure.label}: no nanoGPT checkout (--nanogpt DIR); left out")
+                    continue
+                where = _nanogpt_scratch(nanogpt, Path(tmp))
+                script = where / "train.py"
+            else:
+                script = REPO / "benchmarks" / "scripts" / figure.script
+                where = Path(tmp)
+            env = {**os.environ, "GPUBENCH_STATE_DIR": str(Path(tmp) / f"state-{len(rows)}"),
+                   "GPUBENCH_CONFIG_DIR": str(Path(tmp) / "config")}
+            command = [str(gpubench), "predict", str(script), "--gpu", "H200", "--gpus", "1", "--format", "json",
+                       "--", *figure.args]
+            started = time.monotonic()
+            done = subprocess.run(command, capture_output=True, text=True, cwd=where, env=env, timeout=600)
+            took = time.monotonic() - started
+            say("  " + shlex.join(["gpubench", *command[1:]]))
+            try:
+                found = json.loads(done.stdout)[0]
+            except (ValueError, IndexError, KeyError):
+                say(f"part S: {figure.label}: no prediction: {done.stderr.strip().splitlines()[-1:]}")
+                failed += 1
+                continue
+            work = found["throughput"] * found["step_seconds"]
+            measured = work / figure.step_s
+            inside = found["low"] <= measured <= found["high"]
+            rows.append(f"| {figure.label} | {figure.step_s * 1e3:.1f} ms | {found['step_seconds'] * 1e3:.1f} ms | "
+                        f"{found['throughput']:,.0f} {found['unit']} ({found['low']:,.0f}-{found['high']:,.0f}) | "
+                        f"{measured:,.0f} | {'yes' if inside else 'no'} | "
+                        f"{found['memory_bytes'] / 2**30:.2f} GiB | {found['bound_by']} | {took:.0f} s |")
+    say("\n".join(rows))
+    for figure in SCRIPT_FIGURES:
+        say(f"- {figure.label}: {figure.source}")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="one workload, a few steps")
-    ap.add_argument("--part", choices=["A", "B", "G", "all"], default="all",
-                    help="G: the step model on the reference GPU runs, leave-one-out (no run, seconds)")
+    ap.add_argument("--part", choices=["A", "B", "G", "S", "all"], default="all",
+                    help="G: the step model on the reference GPU runs, leave-one-out (no run, seconds); "
+                         "S: users' scripts predicted against the H200's figures")
+    ap.add_argument("--nanogpt", type=Path, default=None, help="a nanoGPT checkout, for part S")
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT_S, help="seconds, the whole run")
     ap.add_argument("--share-worker", nargs=2, metavar=("ROLE", "T0"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -702,6 +799,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.part == "G":
         return part_g()
+    if args.part == "S":
+        return part_s(args.nanogpt)
     started = time.monotonic()
     machine = machine_line()
     clock = Clock(args.time_limit)

@@ -6,7 +6,8 @@ what a GPU step is made of, for gpubench's performance and memory model
     python workloads/op_profile.py --write    # and write workloads/step_profiles.json
 
 One step (forward, loss, backward and the optimizer's step, zero_grad included) runs on
-the meta device: shapes and dtypes only, no arithmetic, so GPT-3 6.7B counts in
+the meta device under step_count.StepCounter (the counter a user's script's calibration
+uses too): shapes and dtypes only, no arithmetic, so GPT-3 6.7B counts in
 seconds. Each aten operation dispatched is kept with its FLOPs (torch's own formulas,
 torch.utils.flop_counter), the bytes it reads and writes (every tensor it takes and
 returns, at its dtype), and whether it is a view (no kernel: host time only). The

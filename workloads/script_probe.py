@@ -29,13 +29,16 @@ the steady state (after a warm-up of max(2, a tenth) of the steps) are its
 median step time, spread and samples per step; gpubench sums the processes.
 
 With GPUBENCH_CALIBRATE_STEPS=N (N >= 2) it is a calibration run instead (gpubench
-advise of a user's script): on the model the script wraps in DDP or FSDP it counts
-the FLOPs of one whole training step (torch's FlopCounterMode from the forward call
-of step 2 to that of step 3: forward, backward and optimizer), the batch, the
-gradient bytes and the parameters, times the steps, and, where a DataLoader shows
-it, the samples of an epoch; after N steps it writes the probe line with a
-"calibration" object and ends the process (exit status 0) without finishing the
-script. Without the variable none of this is installed.
+predict and advise of a user's script): CUDA is emulated on this CPU before the script
+starts (cuda_emulation.py, with the card of GPUBENCH_EMULATE_CUDA), and every operation
+from the end of the script's first optimizer step to the end of its second is counted
+on the meta device (step_count.py: FLOPs, bytes, kernels and views, peak live memory),
+with the step's samples and tokens, the gradient bytes and parameters of its model, its
+optimizer, its autocast dtype, whether it compiled, and, where a DataLoader shows it, the
+samples of an epoch; after N optimizer steps it writes the probe line with a
+"calibration" object and ends the process (exit status 0) without finishing the script.
+A script that fails under the emulation has its failing line named ("unfollowed").
+Without the variable none of this is installed.
 
 Standard library and torch only: it is shipped with the suite to machines that
 have no gpubench. Nothing here changes what the script computes: the probes only
