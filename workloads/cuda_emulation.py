@@ -3,7 +3,7 @@ run's stage (workloads/script_probe.py under GPUBENCH_CALIBRATE_STEPS), so that 
 script that hard-codes CUDA and NCCL runs unchanged while its step is counted.
 
     GPUBENCH_EMULATE_CUDA='{"name": "NVIDIA H200", "memory_bytes": 150754820096,
-                            "capability": [9, 0], "count": 1}'
+                            "capability": [9, 0], "count": 1}'   # Card's defaults
 
 What the script is told and where its work goes:
 - torch.cuda answers as the card would: available, its count, name, properties and
@@ -42,7 +42,6 @@ from torch.overrides import TorchFunctionMode
 
 import step_count
 
-ENV = "GPUBENCH_EMULATE_CUDA"
 CUDA = torch.device("cuda", 0)
 META = torch.device("meta")
 # Tensor methods that read a value off the device; on a meta tensor they read zeros.
@@ -52,6 +51,9 @@ VALUE_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__"
 
 @dataclass(frozen=True)
 class Card:
+    """The card the script is told it runs on. What a script may branch on (bf16 support,
+    flash attention) every card of compute capability 8.0 or newer answers alike."""
+
     name: str = "NVIDIA H200"
     memory_bytes: int = 150_754_820_096
     capability: tuple[int, int] = (9, 0)
@@ -59,10 +61,11 @@ class Card:
     multiprocessors: int = 132
 
     @classmethod
-    def from_env(cls) -> "Card | None":
-        text = os.environ.get(ENV)
+    def from_text(cls, text: str | None) -> "Card":
+        """The card a JSON object names (script_probe.EMULATE_ENV's value); the defaults
+        where there is none or it cannot be read."""
         if not text:
-            return None
+            return cls()
         try:
             found = json.loads(text)
             return cls(str(found.get("name", cls.name)), int(found.get("memory_bytes", cls.memory_bytes)),
@@ -314,13 +317,14 @@ class Emulation:
         for module in (c10d, dist):
             module.init_process_group, module.new_group = probed_init, probed_new_group
             module.is_nccl_available = lambda: True
-        _stand_in(DistributedDataParallel)
+        _stand_in(DistributedDataParallel, "module")
         try:
             from torch.distributed.fsdp import FullyShardedDataParallel
             import torch.distributed.fsdp as fsdp
         except ImportError:
             return
-        _stand_in(FullyShardedDataParallel, on_wrap=self._sharded("FSDP"))
+        # FSDP's .module is a property over the module it holds
+        _stand_in(FullyShardedDataParallel, "_fsdp_wrapped_module", on_wrap=self._sharded("FSDP"))
         shard = getattr(fsdp, "fully_shard", None)
         if shard is not None:
             def fully_shard(module, *args, **kwargs):
@@ -374,13 +378,12 @@ def _with_meta(original) -> list[str]:
     return devices if "meta" in devices else devices + ["meta"]
 
 
-def _stand_in(cls, on_wrap=None) -> None:
+def _stand_in(cls, holds: str, on_wrap=None) -> None:
     """The wrapper keeps its class (isinstance checks, .module, no_sync) and wraps the
-    model without copying, bucketing or reducing anything."""
+    model, as its attribute `holds`, without copying, bucketing or reducing anything."""
     def init(self, module, *args, **kwargs):
         torch.nn.Module.__init__(self)
-        # FSDP's .module is a property over the module it holds
-        torch.nn.Module.__setattr__(self, "_fsdp_wrapped_module" if on_wrap else "module", module)
+        torch.nn.Module.__setattr__(self, holds, module)
         self.require_backward_grad_sync = self.require_forward_param_sync = True
         self.device_ids = kwargs.get("device_ids")
         self.process_group = kwargs.get("process_group")

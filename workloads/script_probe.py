@@ -60,7 +60,8 @@ import weakref
 
 PREFIX = "GPUBENCH_PROBE "
 CALIBRATE_ENV = "GPUBENCH_CALIBRATE_STEPS"
-FLOP_STEP = 2  # the step whose FLOPs are counted: the first warms up (lazy init, caches)
+EMULATE_ENV = "GPUBENCH_EMULATE_CUDA"  # the card a calibration tells the script of (cuda_emulation.Card)
+FLOP_STEP = 2  # the optimizer step counted: the first makes the optimizer's states and warms up
 
 WARMUP_SHARE, WARMUP_LEAST = 0.1, 2  # steps left out of the steady state: compilation, caches
 
@@ -548,7 +549,7 @@ class _Calibration:
         sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
         import cuda_emulation
 
-        self.emulation = cuda_emulation.install(cuda_emulation.Card.from_env() or cuda_emulation.Card())
+        self.emulation = cuda_emulation.install(cuda_emulation.Card.from_text(os.environ.get(EMULATE_ENV)))
 
     def install_hooks(self) -> None:
         """After the probes' own: _steps' optimizer hook runs first."""
@@ -557,14 +558,7 @@ class _Calibration:
 
         register_optimizer_step_pre_hook(self._before_optimizer)
         register_optimizer_step_post_hook(self._after_optimizer)
-        backward = torch.autograd.backward
-
-        @functools.wraps(backward)
-        def probed_backward(*args, **kwargs):
-            self._phase("backward")
-            return backward(*args, **kwargs)
-
-        torch.autograd.backward = probed_backward
+        torch.autograd.backward = _before(torch.autograd.backward, lambda: self._phase("backward"))
 
     def watch(self, model) -> None:
         try:
@@ -624,15 +618,21 @@ class _Calibration:
         counter.__enter__()
         self.counter = counter
 
-    def _stop_counting(self) -> None:
-        """Leave the counter where it can be left: a dispatch mode leaves the stack from
-        its top, so one entered above it since (by the script) keeps it in."""
+    def _leave_counter(self):
+        """The counter, left where it can be left (a dispatch mode leaves the stack from
+        its top, so one entered above it since, by the script, keeps it in); else None."""
         import torch.utils._python_dispatch as dispatch
 
         counter, self.counter = self.counter, None
         if counter is None or dispatch._get_current_dispatch_mode() is not counter:
-            return
+            return None
         counter.__exit__(None, None, None)
+        return counter
+
+    def _stop_counting(self) -> None:
+        counter = self._leave_counter()
+        if counter is None:
+            return
         self.count_seconds = time.perf_counter() - self.count_started
         rows: dict[tuple, int] = {}
         for phase, name, flops, moved, kind, math in counter.ops:
@@ -732,9 +732,8 @@ class _Calibration:
         torch.optim.Optimizer.__init__ = probed_init
 
     def summary(self) -> dict:
-        if self.counter is not None:  # the script ended within the counted step
-            self._stop_counting()
-            self.counted = None
+        if self.counter is not None:  # the script ended within the counted step: no whole step
+            self._leave_counter()
         models = self.models or ([_steps.model] if _steps.model is not None else [])
         params, grad_bytes = _parameters(models)
         e = self.emulation

@@ -46,10 +46,6 @@ from gpubench.workloads.script_probe import CALIBRATE_ENV, FLOP_STEP, PREFIX
 STEPS = FLOP_STEP         # optimizer steps the calibration run takes: the second is counted
 TIME_LIMIT_S = 300.0      # torch's import and the script's own start included
 CACHE_FILE = "calibrations.json"
-# The card the script is told it runs on: what it may branch on (bf16 support, flash
-# attention) is what every card of compute capability 8.0 or newer answers alike.
-EMULATED_CARD = {"name": "NVIDIA H200", "memory_bytes": 150_754_820_096, "capability": [9, 0], "count": 1}
-EMULATE_ENV = "GPUBENCH_EMULATE_CUDA"
 
 
 class CalibrationError(UsageError):
@@ -87,6 +83,11 @@ class Calibration:
         return "tokens" if self.tokens else "samples"
 
     @property
+    def activation_bytes(self) -> int:
+        """What the step's peak holds beyond the state it started with."""
+        return max(self.peak_bytes - self.held_bytes, 0)
+
+    @property
     def flops_per_step(self) -> float:
         return float(sum(row[3] * row[4] for row in self.ops))
 
@@ -99,9 +100,8 @@ def step_config(name: str, cal: Calibration) -> ops.Config:
     """The step model's view of the counted step: the operations at the script's own batch."""
     rows = tuple(ops.OpRow(str(p), str(o), k == "kernel", int(n), (float(f), 0.0), (float(b), 0.0), str(m))
                  for p, o, k, n, f, b, m in cal.ops)
-    activations = max(cal.peak_bytes - cal.held_bytes, 0)
     # the activations grow with the batch, the held state does not
-    profile = ops.StepProfile(f"{name} (counted)", rows, (float(cal.held_bytes), activations / cal.samples),
+    profile = ops.StepProfile(f"{name} (counted)", rows, (float(cal.held_bytes), cal.activation_bytes / cal.samples),
                               float(cal.held_bytes), cal.work // cal.samples, cal.params)
     return ops.Config(name, profile.key, cal.samples, cal.precision, cal.compiled, cal.fsdp_units,
                       counted=profile)
@@ -137,10 +137,9 @@ def memory_of(cal: Calibration) -> dict:
     optimizer = cal.optimizer if cal.optimizer in OPTIMIZER_BYTES else "adamw"
     compute = 2.0 if cal.precision in ops.LOW_PRECISION else 4.0
     out: dict = {"shape": ModelShape(cal.params, optimizer=optimizer, compute_bytes=compute)}
-    activations = cal.peak_bytes - cal.held_bytes
-    if activations > 0 and cal.samples:
-        out["activations"] = Figure(activations / cal.samples, MEASURED,
-                                    f"{size(activations)} live at the counted step's peak beside its "
+    if cal.activation_bytes and cal.samples:
+        out["activations"] = Figure(cal.activation_bytes / cal.samples, MEASURED,
+                                    f"{size(cal.activation_bytes)} live at the counted step's peak beside its "
                                     f"held state, at a batch of {cal.samples}")
     return out
 
@@ -171,8 +170,7 @@ class _CalibrationLauncher(LocalLauncher):
         super().__init__(gpus=[])
 
     def environment(self, procs: int) -> dict[str, str]:
-        return {**super().environment(procs), CALIBRATE_ENV: str(STEPS), "CUDA_VISIBLE_DEVICES": "",
-                EMULATE_ENV: json.dumps(EMULATED_CARD)}
+        return {**super().environment(procs), CALIBRATE_ENV: str(STEPS), "CUDA_VISIBLE_DEVICES": ""}
 
 
 def run_calibration(ref: WorkloadRef, args: tuple) -> Calibration:

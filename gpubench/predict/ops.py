@@ -258,14 +258,20 @@ class Rates:
         return cls(spec.name, tera(spec.bf16_tflops), tera(spec.fp16_tflops), tera(spec.tf32_tflops),
                    tera(spec.fp32_tflops), None if spec.memory_bw_gbs is None else spec.memory_bw_gbs * 1e9)
 
-    def peak_for(self, config: Config, op: str, math: str = "") -> float | None:
-        if math:   # counted from the operation's own inputs
-            return {"bf16": self.bf16, "fp16": self.fp16, "tf32": self.tf32, "fp32": self.fp32}.get(math)
-        if config.precision in LOW_PRECISION:
-            return self.bf16 if config.precision == "bf16" else self.fp16
-        if op in FLOP_OPS_CONV or config.tf32_matmul:
-            return self.tf32
-        return self.fp32
+    def peak(self, math: str) -> float | None:
+        """The datasheet's FLOP/s for the arithmetic `math` names (bf16, fp16, tf32, fp32)."""
+        return {"bf16": self.bf16, "fp16": self.fp16, "tf32": self.tf32, "fp32": self.fp32}.get(math)
+
+
+def math_of(config: Config, row: OpRow) -> str:
+    """The arithmetic an operation's FLOPs run at: as a script's count says it ran, else
+    the run's: its 16-bit autocast, TF32 for convolutions (cuDNN's default) and for
+    matrix products where the run allows it, else plain FP32."""
+    if row.math:
+        return row.math
+    if config.precision in LOW_PRECISION:
+        return config.precision
+    return "tf32" if row.op in FLOP_OPS_CONV or config.tf32_matmul else "fp32"
 
 
 @dataclass(frozen=True)
@@ -296,11 +302,6 @@ def _weight_cast(row: OpRow) -> bool:
     return row.op == "aten._to_copy" and row.nbytes[1] == 0 and row.flops == (0.0, 0.0)
 
 
-def _low(config: Config, row: OpRow) -> bool:
-    """The operation runs in 16 bits: as counted, or under the run's autocast."""
-    return row.math in LOW_PRECISION if row.math else config.precision in LOW_PRECISION
-
-
 def fsdp_bytes(params: int, precision: str) -> float:
     """Bytes FSDP2 moves through memory a step beside the model's own: each unit's
     parameters cast to the compute dtype and gathered in the forward and again in the
@@ -324,16 +325,17 @@ def estimate(config: Config, profile: StepProfile, rates: Rates, c: Constants, g
             continue
         flops, nbytes = row.at(config.batch)
         if flops > 0:
-            peak = rates.peak_for(config, row.op, row.math)
+            math = math_of(config, row)
+            peak = rates.peak(math)
             if peak is None:
                 return None
-            share = c.e_flop_fp32 if peak == rates.fp32 and peak != rates.tf32 else c.e_flop
+            share = c.e_flop_fp32 if math == "fp32" else c.e_flop
             t_flop, t_byte = flops / (share * peak), nbytes / bw
             if t_flop >= t_byte:
                 flop_s += row.count * t_flop
             else:
                 byte_s += row.count * t_byte
-            if row.op in FLOP_OPS_CONV and _low(config, row):
+            if row.op in FLOP_OPS_CONV and math in LOW_PRECISION:
                 # NCHW tensors transposed for the tensor cores and back: more passes over them
                 byte_s += row.count * c.low_precision_bytes * nbytes / bw
             kernels += row.count
