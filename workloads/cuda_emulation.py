@@ -176,6 +176,9 @@ class _Stream:
     def query(self) -> bool:
         return True
 
+    def is_capturing(self) -> bool:   # the optimizers' CUDA-graph check
+        return False
+
 
 def _nothing():
     """A function that does nothing: one each, as torch._dynamo's rules map each torch
@@ -200,10 +203,13 @@ class Emulation:
     # -- install
     def install(self) -> None:
         self._cuda()
+        self._accelerator()
         self._optimizers()
         self._autocast()
         self._distributed()
         self._compile()
+        # DataParallel scatters each batch over the process's GPUs; at one GPU it is the module
+        _stand_in(torch.nn.DataParallel, "module")
         torch.Tensor.pin_memory = lambda self, device=None: self   # DataLoader's pinning thread
         torch.Tensor.is_pinned = lambda self, device=None: False
         self.mode.__enter__()   # for the whole process: the script runs inside it
@@ -226,6 +232,7 @@ class Emulation:
             "memory_allocated": lambda device=None: 0, "max_memory_allocated": lambda device=None: 0,
             "memory_reserved": lambda device=None: 0, "max_memory_reserved": lambda device=None: 0,
             "mem_get_info": lambda device=None: (card.memory_bytes, card.memory_bytes),
+            "is_current_stream_capturing": lambda: False,
             "Event": _Event, "Stream": _Stream, "current_stream": lambda device=None: _Stream(),
             "default_stream": lambda device=None: _Stream(),
             "stream": lambda stream=None: contextlib.nullcontext(),
@@ -241,6 +248,31 @@ class Emulation:
             cuda.nvtx.range_push, cuda.nvtx.range_pop, cuda.nvtx.mark = _nothing(), _nothing(), _nothing()
         except AttributeError:
             pass
+
+    def _accelerator(self) -> None:
+        """torch.accelerator, which pytorch/examples' scripts and the DataLoader's pinning
+        ask instead of torch.cuda: CUDA, as torch.cuda answers."""
+        accelerator = getattr(torch, "accelerator", None)
+        if accelerator is None:
+            return
+        card = self.card
+        major, minor = card.capability
+        answers = {
+            "is_available": lambda: True, "device_count": lambda: card.count,
+            "current_accelerator": lambda check_available=False: torch.device("cuda"),
+            "current_device_index": lambda: 0, "current_device_idx": lambda: 0,
+            "get_device_capability": lambda device=None: {"major": major, "minor": minor},
+            "current_stream": lambda device=None: _Stream(),
+            "device_index": lambda device=None: contextlib.nullcontext(),
+            "memory_allocated": lambda device=None: 0, "max_memory_allocated": lambda device=None: 0,
+            "memory_reserved": lambda device=None: 0, "max_memory_reserved": lambda device=None: 0,
+        }
+        for name in ("set_device_index", "set_device_idx", "set_stream", "synchronize", "empty_cache",
+                     "reset_peak_memory_stats", "reset_accumulated_memory_stats"):
+            answers[name] = _nothing()
+        for name, answer in answers.items():
+            if hasattr(accelerator, name):
+                setattr(accelerator, name, answer)
 
     def _optimizers(self) -> None:
         """foreach and fused kernels for meta tensors, as for CUDA's."""
