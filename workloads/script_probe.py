@@ -62,6 +62,11 @@ PREFIX = "GPUBENCH_PROBE "
 CALIBRATE_ENV = "GPUBENCH_CALIBRATE_STEPS"
 EMULATE_ENV = "GPUBENCH_EMULATE_CUDA"  # the card a calibration tells the script of (cuda_emulation.Card)
 FLOP_STEP = 2  # the optimizer step counted: the first makes the optimizer's states and warms up
+# After the counted step the feeding DataLoader is drawn from, with nothing counting, to time
+# the host's side of a batch: at most this many batches beyond what its workers had ready,
+# and at most this long.
+LOADER_DRAWS = 8
+LOADER_SECONDS = 10.0
 
 WARMUP_SHARE, WARMUP_LEAST = 0.1, 2  # steps left out of the steady state: compilation, caches
 
@@ -535,6 +540,7 @@ class _Calibration:
         self.iterators: list = []  # weakrefs, so workers can be stopped at the early exit
         self.unfollowed = None  # the line saying which call the emulation could not follow
         self.count_seconds = None
+        self.loader = None  # the feeding DataLoader's batches, timed after the counted step
 
     @classmethod
     def from_env(cls):
@@ -599,6 +605,7 @@ class _Calibration:
                 self._start_counting()
             elif self.optimizer_steps == self.steps:
                 self._stop_counting()
+                self._time_loader()
                 self._finish()
             self._phase("data")
         except Exception:
@@ -642,6 +649,36 @@ class _Calibration:
                         "peak_bytes": counter.peak_bytes, "held_bytes": counter.start_bytes,
                         "samples": _steps.samples[-1] if _steps.samples else None,
                         "tokens": _steps.tokens[-1] if _steps.tokens else None}
+
+    def _time_loader(self) -> None:
+        """The host's time for a batch of the DataLoader iterated last (the one feeding
+        the model): its next batches drawn one by one after the counted step, the ones
+        its workers already had ready (prefetch_factor each) left out, the median kept.
+        A batch's collation and pinning are in it; the step's own host work is not."""
+        try:
+            iterator = next((it for it in (ref() for ref in reversed(self.iterators)) if it is not None), None)
+            if iterator is None:
+                return
+            workers = int(getattr(iterator, "_num_workers", 0) or 0)
+            ready = workers * int(getattr(iterator, "_prefetch_factor", 0) or 0)
+            deadline = time.perf_counter() + LOADER_SECONDS
+            times: list[float] = []
+            while len(times) < ready + LOADER_DRAWS and time.perf_counter() < deadline:
+                started = time.perf_counter()
+                try:
+                    next(iterator)
+                except StopIteration:
+                    break
+                times.append(time.perf_counter() - started)
+            drawn = sorted(times[ready:])
+            try:
+                cores = len(os.sched_getaffinity(0))
+            except (AttributeError, OSError):
+                cores = os.cpu_count() or 1
+            self.loader = {"workers": workers, "batches": len(drawn), "cores": cores,
+                           "batch_seconds": drawn[len(drawn) // 2] if drawn else None}
+        except Exception:   # a loader that cannot be drawn again: the count stands without its time
+            pass
 
     def failed(self, error: BaseException, script: str) -> None:
         if isinstance(error, SystemExit) and error.code in (None, 0):
@@ -743,7 +780,7 @@ class _Calibration:
                 "steps_seen": self.optimizer_steps, "steps_asked": self.steps,
                 "card": e.card.name if e else None, "compiled": bool(e and e.compiled),
                 "autocast": e.autocast if e else None, "fsdp": e.fsdp if e else None,
-                "fsdp_units": e.fsdp_units if e else 0,
+                "fsdp_units": e.fsdp_units if e else 0, "loader": self.loader,
                 "count_seconds": self.count_seconds, "unfollowed": self.unfollowed}
 
 

@@ -46,6 +46,9 @@ from gpubench.workloads.script_probe import CALIBRATE_ENV, FLOP_STEP, PREFIX
 STEPS = FLOP_STEP         # optimizer steps the calibration run takes: the second is counted
 TIME_LIMIT_S = 300.0      # torch's import and the script's own start included
 CACHE_FILE = "calibrations.json"
+# What a calibration counts: raised when the probe reads more of a step (2: its DataLoader
+# timed), so that one kept by an earlier probe is counted afresh rather than read short.
+COUNTED = 2
 
 
 class CalibrationError(UsageError):
@@ -72,6 +75,11 @@ class Calibration:
     seconds: float               # the calibration run, torchrun's start included
     count_seconds: float | None = None   # the counted step, on the meta device
     optimizer: str | None = None     # the first optimizer's class, lower case ("adamw", "sgd-momentum")
+    # the feeding DataLoader, drawn after the counted step: its worker processes, the host
+    # seconds between its batches on this machine, and this machine's cores
+    loader_workers: int | None = None
+    loader_batch_s: float | None = None
+    loader_cores: int | None = None
 
     @property
     def work(self) -> int:
@@ -88,6 +96,18 @@ class Calibration:
         return max(self.peak_bytes - self.held_bytes, 0)
 
     @property
+    def loader_s(self) -> float:
+        """The DataLoader's host seconds a batch on the GPU's machine, each worker given a
+        core of its own there at this machine's speed: here its workers shared
+        min(workers, cores) cores. 0.0 where no DataLoader fed the step."""
+        if not self.loader_batch_s:
+            return 0.0
+        workers = self.loader_workers or 0
+        if workers == 0:
+            return self.loader_batch_s
+        return self.loader_batch_s * min(workers, self.loader_cores or 1) / workers
+
+    @property
     def flops_per_step(self) -> float:
         return float(sum(row[3] * row[4] for row in self.ops))
 
@@ -98,13 +118,16 @@ class Calibration:
 
 def step_config(name: str, cal: Calibration) -> ops.Config:
     """The step model's view of the counted step: the operations at the script's own batch."""
+    # a DataLoader without workers prepares its batch in the step's process: its CPU
+    # operations there are in the loader's own time, not the host's dispatch
+    in_loader = cal.loader_s > 0 and not cal.loader_workers
     rows = tuple(ops.OpRow(str(p), str(o), k == "kernel", int(n), (float(f), 0.0), (float(b), 0.0), str(m))
-                 for p, o, k, n, f, b, m in cal.ops)
+                 for p, o, k, n, f, b, m in cal.ops if not (in_loader and p == "data" and k == "host"))
     # the activations grow with the batch, the held state does not
     profile = ops.StepProfile(f"{name} (counted)", rows, (float(cal.held_bytes), cal.activation_bytes / cal.samples),
                               float(cal.held_bytes), cal.work // cal.samples, cal.params)
     return ops.Config(name, profile.key, cal.samples, cal.precision, cal.compiled, cal.fsdp_units,
-                      counted=profile)
+                      counted=profile, loader_s=cal.loader_s, loader_overlaps=bool(cal.loader_workers))
 
 
 def script_subject(ref: WorkloadRef, args: tuple, records: list[dict],
@@ -155,10 +178,19 @@ def calibration_for(ref: WorkloadRef, args: tuple, say: Callable[[str], None]) -
     cal = run_calibration(ref, args)
     say(f"calibration: {cal.kernels:,} kernels and {say_flops(cal.flops_per_step)} a step of "
         f"{cal.samples:,} samples{f' ({cal.tokens:,} tokens)' if cal.tokens else ''}, "
-        f"{size(cal.grad_bytes)} of gradients ({cal.seconds:.0f} s)")
+        f"{size(cal.grad_bytes)} of gradients{_loader_said(cal)} ({cal.seconds:.0f} s)")
     if key:
         keep(key, ref, args, cal)
     return cal
+
+
+def _loader_said(cal: Calibration) -> str:
+    if not cal.loader_batch_s:
+        return ""
+    workers = f"{cal.loader_workers} worker{'s' if cal.loader_workers != 1 else ''}" if cal.loader_workers \
+        else "no workers"
+    return (f"; its DataLoader ({workers}) gave a batch every {cal.loader_batch_s * 1e3:,.1f} ms on this "
+            f"machine's {cal.loader_cores} cores")
 
 
 # --------------------------------------------------------------------------- the run
@@ -225,13 +257,24 @@ def from_report(name: str, report: dict, seconds: float, said: str = "") -> Cali
         raise CalibrationError(f"calibration: {name}: no tensor in its model's forward calls to read the "
                                "batch from; nothing to predict from")
     autocast = found.get("autocast")
+    loader = found.get("loader") if isinstance(found.get("loader"), dict) else {}
     return Calibration(rows, int(step.get("peak_bytes") or 0), int(step.get("held_bytes") or 0), samples,
                        int(step.get("tokens") or 0), int(found.get("grad_bytes") or 0),
                        int(found.get("params") or 0), found.get("epoch_samples"),
                        autocast if autocast in ops.LOW_PRECISION else "fp32", bool(found.get("compiled")),
                        int(found.get("fsdp_units") or 0), steps,
                        datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), round(seconds, 1),
-                       found.get("count_seconds"), found.get("optimizer"))
+                       found.get("count_seconds"), found.get("optimizer"),
+                       _number(loader.get("workers"), int), _number(loader.get("batch_seconds"), float),
+                       _number(loader.get("cores"), int))
+
+
+def _number(value, kind):
+    """A probe's figure, or None where it gave none or nonsense."""
+    try:
+        return kind(value) if value is not None and float(value) >= 0 else None
+    except (TypeError, ValueError):
+        return None
 
 
 def size(nbytes: int) -> str:
@@ -258,7 +301,7 @@ def cache_key(ref: WorkloadRef, args: tuple) -> str | None:
     identity = suite.script_identity(ref)
     if not identity.get("script_sha256"):
         return None
-    what = [identity["script_sha256"], identity.get("workdir_sha256"), list(args)]
+    what = [identity["script_sha256"], identity.get("workdir_sha256"), list(args), COUNTED]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()
 
 

@@ -196,6 +196,10 @@ class Config:
     ddp_at_one: bool = False
     # a user's script: the step its calibration counted (no shipped profile covers it)
     counted: "StepProfile | None" = None
+    # and its DataLoader: the host's seconds for a batch, and whether they overlap the step
+    # (worker processes prepare batches while it runs) or add to it (no workers)
+    loader_s: float = 0.0
+    loader_overlaps: bool = True
 
     @property
     def fsdp(self) -> bool:
@@ -283,6 +287,7 @@ class StepEstimate:
     step_s: float
     work: float              # units of work a GPU does in the step
     memory_bytes: float
+    loader_s: float = 0.0    # the DataLoader's host seconds a batch (a user's script)
 
     @property
     def throughput(self) -> float:
@@ -290,6 +295,8 @@ class StepEstimate:
 
     @property
     def bound_by(self) -> str:
+        if self.loader_s >= max(self.host_s, self.device_s):
+            return "loader"
         if self.host_s >= self.device_s:
             return "host"
         return "compute" if self.flop_s >= self.byte_s else "memory"
@@ -353,8 +360,10 @@ def estimate(config: Config, profile: StepProfile, rates: Rates, c: Constants, g
     device = flop_s + byte_s + kernels * c.device_per_kernel
     p = c.overlap_p
     step = (host ** p + device ** p) ** (1.0 / p)
+    if config.loader_s:
+        step = max(step, config.loader_s) if config.loader_overlaps else step + config.loader_s
     return StepEstimate(host, device, flop_s, byte_s, step, config.batch * profile.work_per_batch,
-                        memory_bytes(config, profile, c, gpus))
+                        memory_bytes(config, profile, c, gpus), config.loader_s)
 
 
 def memory_bytes(config: Config, profile: StepProfile, c: Constants, gpus: int = 1) -> float:
@@ -451,9 +460,16 @@ def modelled(workload: str, args: tuple | list, gpu_name: str, memory_gb: float 
     source = (f"modelled: {config.key}{how} at a batch of {config.batch}, "
               f"{profile.kernels:,} kernels a step: host {est.host_s * 1e3:.1f} ms, device "
               f"{est.device_s * 1e3:.1f} ms ({est.flop_s * 1e3:.1f} compute-bound, {est.byte_s * 1e3:.1f} "
-              f"memory-bound) on {spec.name}, {on}; constants {c.source}")
+              f"memory-bound) on {spec.name}, {on}{_loader_words(config)}; constants {c.source}")
     return Modelled(config, est, rates, Figure(est.step_s / est.work, MODELLED, source, spread=spread),
                     profile.params)
+
+
+def _loader_words(config: Config) -> str:
+    if not config.loader_s:
+        return ""
+    how = "in its workers, beside the step" if config.loader_overlaps else "in the step's process, before it"
+    return f"; its DataLoader {config.loader_s * 1e3:.1f} ms a batch ({how}; timed on this machine's CPU)"
 
 
 def workload_profile(workload: str, args: tuple | list) -> WorkloadProfile | None:

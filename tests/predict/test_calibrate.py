@@ -127,6 +127,40 @@ def test_a_damaged_cache_is_no_cache(tmp_path, monkeypatch):
     assert len(json.loads(calibrate.cache_path().read_text())["calibrations"]) == 1
 
 
+def test_the_dataloader_timed_after_the_step_is_a_bound_beside_it_or_a_cost_before_it():
+    """Workers prepare batches while the step runs: the slower of the two. Without
+    workers the batch is made in the step's process: the two add, and its CPU
+    operations there are not counted again as the host's dispatch."""
+    from gpubench.predict import ops
+
+    plain = ops.modelled("train.py", (), "H200", 141,
+                         counted=calibrate.step_config("train.py", calibrate.from_report("train.py", report(), 1.0)))
+    for workers, bound, step in ((2, "loader", 0.05), (0, "loader", plain.estimate.step_s + 0.05)):
+        got = report()
+        got["calibration"]["loader"] = {"workers": workers, "batch_seconds": 0.05, "cores": 2}
+        got["calibration"]["step"]["ops"].append(["data", "aten.stack", "host", 300, 0, 0, ""])
+        cal = calibrate.from_report("train.py", got, 1.0)
+        config = calibrate.step_config("train.py", cal)
+        est = ops.modelled("train.py", (), "H200", 141, counted=config).estimate
+        assert (cal.loader_workers, cal.loader_batch_s, cal.loader_cores) == (workers, 0.05, 2)
+        assert est.bound_by == bound and est.step_s == pytest.approx(step)
+        assert config.counted.views == (2 if workers == 0 else 302)
+        assert "its DataLoader 50.0 ms a batch" in ops.modelled("train.py", (), "H200", 141,
+                                                               counted=config).seconds_per_unit.source
+
+
+@pytest.mark.parametrize("loader, seconds", [
+    ({"workers": 4, "batch_seconds": 0.01, "cores": 2}, 0.005),  # 4 workers shared 2 cores here
+    ({"workers": 1, "batch_seconds": 0.01, "cores": 2}, 0.01),
+    ({"workers": "many", "batch_seconds": -1, "cores": None}, 0.0),  # nonsense: no loader figure
+    (None, 0.0),
+])
+def test_the_loaders_time_is_read_as_a_worker_a_core(loader, seconds):
+    got = report()
+    got["calibration"]["loader"] = loader
+    assert calibrate.from_report("train.py", got, 1.0).loader_s == pytest.approx(seconds)
+
+
 # --------------------------------------------------------------------------- slow: torch runs
 SCRIPTS = REPO / "benchmarks" / "scripts"
 SMALL_GPT = ("--n-layer", "2", "--n-embd", "64", "--n-head", "4", "--block-size", "32", "--vocab-size", "256",
@@ -163,6 +197,22 @@ def test_a_script_written_for_cuda_is_counted_on_this_cpu_and_predicted(tmp_path
     step = ops.modelled(subject.workload, args, "H200", 141, counted=subject.counted)
     assert step is not None and step.estimate.memory_bytes > cal.peak_bytes
     assert said[0].startswith("calibration: running") and "kernels and" in said[1]
+
+
+@pytest.mark.slow
+def test_a_script_waiting_on_its_dataloader_is_predicted_bound_by_it(tmp_path, monkeypatch):
+    """pytorch/examples' shape (torch.accelerator's device, DataParallel, Adadelta, pinned
+    batches from a worker) followed under the emulation; the worker's batch of 32 samples
+    costs the CPU at least 32 x 1 ms: whatever the GPU, the step cannot be shorter."""
+    from gpubench.predict import ops
+
+    args = ("--workers", "1", "--item-ms", "1")
+    ref = script(tmp_path, monkeypatch, (REPO / "tests" / "fixtures" / "slow_loader.py").read_text())
+    subject = calibrate.script_subject(ref, args, [], lambda line: None)
+    cal = calibrate.cached(calibrate.cache_key(ref, args))
+    assert cal.loader_workers == 1 and cal.loader_batch_s >= 0.032
+    est = ops.modelled(subject.workload, args, "H200", 141, counted=subject.counted).estimate
+    assert est.bound_by == "loader" and est.step_s == pytest.approx(cal.loader_batch_s)
 
 
 @pytest.mark.slow
