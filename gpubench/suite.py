@@ -11,6 +11,7 @@ here, without torch, before anything is launched or rented."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ class WorkloadRef:
     workdir: Path | None = None  # a user's project directory, sent whole to a remote machine
     untouched: tuple[Path, ...] = ()  # gpubench's own paths in the run's working directory (the
     #   results): a run's files are moved aside after it (workdir_guard), these never are
+    max_steps: int | None = None  # a user's script: ended after this many training steps (run --max-steps)
 
 
 def with_workdir(ref: WorkloadRef, workdir: Path) -> WorkloadRef:
@@ -82,7 +84,17 @@ def with_workdir(ref: WorkloadRef, workdir: Path) -> WorkloadRef:
         raise UsageError(f"--workdir: no such directory: {workdir}")
     if not ref.script.is_relative_to(directory):
         raise UsageError(f"--workdir: {ref.script} is not inside {directory}")
-    return WorkloadRef(ref.name, ref.script, False, directory, ref.untouched)
+    return dataclasses.replace(ref, workdir=directory)
+
+
+def with_max_steps(ref: WorkloadRef, max_steps: int | None) -> WorkloadRef:
+    """The user's script, to be ended after `max_steps` training steps (the probe ends it,
+    its record said so); a suite workload counts its own steps."""
+    if max_steps is None:
+        return ref
+    if ref.in_suite:
+        raise UsageError(f"--max-steps is for your own scripts; {ref.name} takes its own: -- --steps N")
+    return dataclasses.replace(ref, max_steps=max_steps)
 
 
 def workloads_dir() -> Path:

@@ -351,6 +351,8 @@ FIELDS: tuple[Field, ...] = (
       "timed and summed", GPUBENCH),
     F("process_wall_s", float, "s", "a user's script: rank 0's process from the probe's start "
       "to its exit", GPUBENCH),
+    F("ended_after_steps", int, "steps", "a user's script run with --max-steps: ended by gpubench "
+      "after this many training steps, not by itself", GPUBENCH),
     F("repeat", int, "", "which run of its configuration this was, 1 to repeat_count", GPUBENCH),
     F("script_path", str, "", "a user's script, resolved: what a rerun is matched on", GPUBENCH),
     F("workdir_sha256", str, "", "SHA-256 over the files of --workdir (paths and contents) before "

@@ -28,6 +28,10 @@ clock reads the step's work. Each process reports its own steps; the figures of
 the steady state (after a warm-up of max(2, a tenth) of the steps) are its
 median step time, spread and samples per step; gpubench sums the processes.
 
+With `--max-steps N` before the script (gpubench run --max-steps), the process writes
+its line and ends (exit status 0) once it has taken N steps, as a calibration does, its
+DataLoader workers stopped and its process group destroyed; its steps' "ended_at" says so.
+
 With GPUBENCH_CALIBRATE_STEPS=N (N >= 2) it is a calibration run instead (gpubench
 predict and advise of a user's script): CUDA is emulated on this CPU before the script
 starts (cuda_emulation.py, with the card of GPUBENCH_EMULATE_CUDA), and every operation
@@ -213,6 +217,9 @@ class _Steps:
         self.cuda = False  # CUDA is in use: synchronise before reading the clock
         self.dataset = None  # length of the dataset of the DataLoader iterated last
         self.epoch_samples = None  # ... as the first step ended: the one feeding the model
+        self.iterators: list = []  # weakrefs to the DataLoaders' iterators
+        self.max_steps = None  # --max-steps: the script is ended after this many steps
+        self.ended_at = None   # ... and was, after this many
 
     # -- the model
     def install_finder(self, module) -> None:
@@ -280,7 +287,8 @@ class _Steps:
             self.tokens.append(self.pending[1])
             self.pending = [0, 0]
         except Exception:
-            pass
+            return
+        self._end_if_done(len(self.ends))
 
     def on_backward(self) -> None:
         """After each backward pass: a step's end while no optimizer has stepped."""
@@ -295,7 +303,14 @@ class _Steps:
             if self.epoch_samples is None:
                 self.epoch_samples = self.dataset
         except Exception:
-            pass
+            return
+        self._end_if_done(len(self.back_ends))
+
+    def _end_if_done(self, taken: int) -> None:
+        """At --max-steps steps: the report, then the end of the process (exit status 0)."""
+        if self.max_steps and _calibration is None and taken >= self.max_steps:
+            self.ended_at = taken
+            _end_process(self.iterators)
 
     def on_loader(self, loader) -> None:
         try:
@@ -316,7 +331,7 @@ class _Steps:
         return {"kind": kind, "backwards": self.backwards, **figures,
                 "startup_s": first - self.started if first is not None and kind else None,
                 "wall_s": time.perf_counter() - self.started,
-                "epoch_samples": self.epoch_samples}
+                "epoch_samples": self.epoch_samples, "ended_at": self.ended_at}
 
 
 def step_figures(ends: list, samples: list, tokens: list) -> dict:
@@ -395,7 +410,9 @@ def _patch_loader(module) -> None:
     @functools.wraps(iterate)
     def probed_iter(self):
         _steps.on_loader(self)
-        return iterate(self)
+        iterator = iterate(self)
+        _steps.iterators.append(weakref.ref(iterator))   # its workers stopped at --max-steps
+        return iterator
 
     probed_iter.__gpubench_probe__ = True
     loader.__iter__ = probed_iter
@@ -488,6 +505,31 @@ def _frameworks() -> dict:
         except Exception:
             pass
     return found
+
+
+def _end_process(iterators: list) -> None:
+    """The report, then the end of the process: a script in the middle of its training
+    cannot be unwound, so os._exit, after its process group is gone (torchrun would wait
+    on a peer) and its DataLoader workers (`iterators`, weakrefs) are stopped."""
+    _report()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    for ref in iterators:
+        try:
+            getattr(ref(), "_shutdown_workers", lambda: None)()
+        except Exception:
+            pass
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:
+        pass
+    os._exit(0)
 
 
 def _report() -> None:
@@ -689,28 +731,7 @@ class _Calibration:
             self.unfollowed = None
 
     def _finish(self) -> None:
-        """The report, then the end of the process: a script in the middle of its
-        training cannot be unwound, so os._exit, after its process group is gone
-        (torchrun would wait on a peer) and its DataLoader workers are stopped."""
-        _report()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        for ref in self.iterators:
-            try:
-                getattr(ref(), "_shutdown_workers", lambda: None)()
-            except Exception:
-                pass
-        try:
-            import torch.distributed as dist
-
-            if dist.is_available() and dist.is_initialized():
-                dist.destroy_process_group()
-        except Exception:
-            pass
-        os._exit(0)
+        _end_process(self.iterators)
 
     def install_loaders(self) -> None:
         """Note each DataLoader's dataset length (its whole length, whatever a
@@ -809,8 +830,10 @@ def _parameters(models: list) -> tuple:
 
 
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--max-steps"] and len(argv) > 1 and argv[1].isdigit():
+        _steps.max_steps, argv = int(argv[1]), argv[2:]
     if not argv:
-        sys.stderr.write("usage: script_probe.py SCRIPT [ARGS...]\n")
+        sys.stderr.write("usage: script_probe.py [--max-steps N] SCRIPT [ARGS...]\n")
         raise SystemExit(2)
     script = argv[0]
     sys.argv = list(argv)

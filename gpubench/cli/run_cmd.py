@@ -41,6 +41,10 @@ NodesOpt = Annotated[Optional[str], typer.Option(
 GpusPerNodeOpt = Annotated[Optional[str], typer.Option(
     "--gpus-per-node", help="GPUs (processes) per node to sweep, e.g. 4 or 1,4 "
                             "[default on Slurm: all of a node's].")]
+MaxStepsOpt = Annotated[Optional[int], typer.Option(
+    "--max-steps", min=3, help="Your own script: end it after this many training steps (its optimizer "
+                               "steps), its arguments untouched; the first max(2, a tenth) are its "
+                               "warm-up [default: it ends itself].")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the sbatch scripts; submit nothing.")]
 
 
@@ -50,7 +54,7 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
         remote_python: RemotePythonOpt = "python3", workdir: WorkdirOpt = None,
         remote_dir: RemoteDirOpt = "gpubench", connect_wait: ConnectWaitOpt = 30.0,
         results: ResultsOpt = None, force: ForceOpt = False, timeout: RunTimeoutOpt = 3600.0,
-        nodes: NodesOpt = None, gpus_per_node: GpusPerNodeOpt = None, dry_run: DryRunOpt = False,
+        max_steps: MaxStepsOpt = None, nodes: NodesOpt = None, gpus_per_node: GpusPerNodeOpt = None, dry_run: DryRunOpt = False,
         preflight: PreflightOpt = False, yes: ProceedOpt = False, repeat: RepeatOpt = None,
         fmt: DocumentFormatOpt = "table", quiet: QuietOpt = False,
         launcher_flags: dict | None = None) -> None:
@@ -72,7 +76,7 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
     target = read_on(on, launcher_flags, dry_run, key, price)   # connects nothing
     asked = counts_asked(gpus, nodes, gpus_per_node)
     check_asked(asked, target.span, target.max_nodes)            # before connecting
-    ref = suite.resolve(workload, workdir)
+    ref = suite.with_max_steps(suite.resolve(workload, workdir), max_steps)
     args = list(workload_args or [])
     suite.check_args(ref, args)  # a typo costs one line, not a run
     store = None if dry_run else ResultsStore.for_writing(results)

@@ -116,8 +116,12 @@ PROBE = "script_probe.py"  # beside the suite's workloads (workloads/script_prob
 def script_argv(workload: WorkloadRef, script: str, probe: str) -> list[str]:
     """What torchrun starts in each process: a suite workload itself; a user's script
     under the probe (`probe`, the path of PROBE as the run sees it), which runs it
-    unchanged and reports whether its processes formed one group (sweep/probe.py)."""
-    return [script] if workload.in_suite else [probe, script]
+    unchanged and reports whether its processes formed one group (sweep/probe.py), and
+    ends it after --max-steps training steps where asked."""
+    if workload.in_suite:
+        return [script]
+    ending = ["--max-steps", str(workload.max_steps)] if workload.max_steps else []
+    return [probe, *ending, script]
 
 
 def record_args(workload: WorkloadRef, record_file: str) -> list[str]:

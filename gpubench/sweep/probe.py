@@ -94,6 +94,8 @@ class ProbeReports:
                 "startup_s": max(s.get("startup_s") or 0.0 for s in timed),
                 "step_processes": len(timed),
                 "epoch_samples": epoch,
+                # run --max-steps ended the script there, not the script itself
+                "ended_after_steps": max((s.get("ended_at") or 0 for s in timed), default=0) or None,
                 "process_wall_s": (self.by_rank[first].get("steps") or {}).get("wall_s")}
 
     def took_steps(self) -> bool:

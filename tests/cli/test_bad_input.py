@@ -44,6 +44,14 @@ def test_unknown_option_and_format(cli, tmp_path):
     assert_one_line_error(code, err, "--format")
 
 
+def test_max_steps_is_for_a_users_script_and_a_suite_workload_is_told_its_own_flag(cli, tmp_path):
+    code, _, err = cli("run", "mnist-ddp", "--max-steps", "20", "--results", str(tmp_path))
+    assert_one_line_error(code, err, "--max-steps is for your own scripts", "-- --steps N")
+    code, _, err = cli("run", "mnist-ddp", "--max-steps", "1", "--results", str(tmp_path))
+    assert_one_line_error(code, err, "--max-steps")
+    assert not list(tmp_path.iterdir())  # nothing started, nothing written
+
+
 def good_record(gpus: int, throughput: float) -> dict:
     return {"schema_version": 1, "workload": "mnist-ddp", "provider": "local",
             "instance_type": "t", "gpu_name": "cpu", "gpu_count": gpus, "status": "ok",

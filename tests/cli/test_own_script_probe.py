@@ -197,3 +197,39 @@ def test_the_manuals_lightning_example_runs_at_one_and_two_processes(tmp_path):
     # Lightning's steps as the probe times them: samples of the batches DDP's forward is given
     assert [(r["timing"], r["throughput_unit"]) for r in records] == [("training steps", "samples/s")] * 2
     assert [r["global_batch"] for r in records] == [64, 128] and all(r["steps"] > 0 for r in records)
+
+
+# pytorch/examples' imagenet main.py in miniature: DDP over a DataLoader with workers and
+# more epochs than anyone waits for; run --max-steps ends it
+ENDLESS = """\
+import os, torch, torch.distributed as dist
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+model = DDP(nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+data = TensorDataset(torch.randn(256, 8), torch.randn(256, 1))
+loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data), num_workers=2)
+for epoch in range(10**6):
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+"""
+
+
+def test_max_steps_ends_a_script_that_would_train_for_days_and_its_record_says_so(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(ENDLESS)
+    results = tmp_path / "results"
+    proc = run_gpubench("run", str(script), "--gpus", "1,2", "--repeat", "1", "--max-steps", "12",
+                        "--results", str(results), "--quiet", cwd=tmp_path, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    records = sorted((json.loads(line) for f in results.glob("*.jsonl") for line in f.read_text().splitlines()),
+                     key=lambda r: r["gpu_count"])
+    assert [(r["gpu_count"], r["status"], r["ended_after_steps"], r["steps"]) for r in records] == [
+        (1, "ok", 12, 10), (2, "ok", 12, 10)]   # the first two of the 12 its warm-up
+    # its DataLoader workers went with it: nothing of the script is left running
+    left = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
