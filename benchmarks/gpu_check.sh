@@ -4,7 +4,7 @@
 # and lightning but no network:
 #
 #   bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M] [--only STEPS]
-#                                       [--nanogpt DIR]
+#                                       [--nanogpt DIR] [--examples DIR]
 #
 #   1. nvidia-smi and nvidia-smi -q saved; the preflight gate run against this card, every
 #      check's value and verdict (benchmarks/gpu_check_gate.py).
@@ -19,7 +19,13 @@
 #   5. The manual's Lightning example (docs/running.md) through `gpubench run` at one GPU.
 #   6. Only when --only names it: `speed`, the suite's speed against nanoGPT's (its source
 #      in --nanogpt DIR) and `gpubench run` against torchrun by hand (benchmarks/gpu_speed.py:
-#      speed.json, records in results/). About 6 minutes: with `install`, nothing else.
+#      speed.json, records in results/). About 5.5 minutes.
+#   7. Only when --only names it: `scripts`, users' scripts (nanoGPT's train.py at two
+#      batch sizes from --nanogpt, pytorch/examples' mnist and imagenet main.py from
+#      --examples, the manual's Lightning example) through `gpubench run` at one GPU,
+#      each beside what `gpubench predict` said of it before (results/reference/
+#      scripts-predicted.json; benchmarks/gpu_scripts.py: scripts.json, records in
+#      results/). About 2 minutes; `install,speed,scripts` fits in --minutes 9.
 #   Last, every record in one report (report.md) and a line per record (records.txt).
 #
 # OUTDIR gets each step's output (<step>.txt), steps.txt (each step's exit code and
@@ -28,18 +34,19 @@
 # device-ceilings.json, suite.txt, report.md. --archive FILE packs OUTDIR into FILE after
 # every step, so a run cut short still leaves what it did. No step stops the others;
 # each has its own time limit, within --minutes (default 7.5) in all. --only runs some
-# of them (comma-separated: install, gate, predict, run, suite, lightning, report, speed);
+# of them (comma-separated: install, gate, predict, run, suite, lightning, report, speed,
+# scripts);
 # the card's nvidia-smi is always saved.
 #
 # Without a GPU every step runs in its CPU form (tiny sizes, gloo): a check of this
 # script and of the plumbing, not a figure.
 set -uo pipefail
 
-usage="usage: bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M] [--only STEPS] [--nanogpt DIR]"
-all_steps=install,gate,predict,run,suite,lightning,report,speed
+usage="usage: bash benchmarks/gpu_check.sh OUTDIR [--wheels DIR] [--archive FILE] [--minutes M] [--only STEPS] [--nanogpt DIR] [--examples DIR]"
+all_steps=install,gate,predict,run,suite,lightning,report,speed,scripts
 out=${1:?$usage}
 shift
-wheels="" archive="" minutes=7.5 only=${all_steps%,speed} nanogpt=""
+wheels="" archive="" minutes=7.5 only=${all_steps%,speed,scripts} nanogpt="" examples=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) wheels=$(cd "${2:?$usage}" && pwd) || exit 2; shift 2 ;;
@@ -47,6 +54,7 @@ while [ $# -gt 0 ]; do
         --minutes) minutes=${2:?$usage}; shift 2 ;;
         --only) only=${2:?$usage}; shift 2 ;;
         --nanogpt) nanogpt=$(cd "${2:?$usage}" && pwd) || exit 2; shift 2 ;;
+        --examples) examples=$(cd "${2:?$usage}" && pwd) || exit 2; shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
@@ -62,7 +70,7 @@ trap 'rm -rf "$work"' EXIT
 deadline=$(( SECONDS + $(awk -v m="$minutes" 'BEGIN { print int(m * 60) }') ))
 results="$out/results"
 mkdir -p "$results"
-echo "bash benchmarks/gpu_check.sh $out${wheels:+ --wheels $wheels}${archive:+ --archive $archive} --minutes $minutes --only $only${nanogpt:+ --nanogpt $nanogpt}" \
+echo "bash benchmarks/gpu_check.sh $out${wheels:+ --wheels $wheels}${archive:+ --archive $archive} --minutes $minutes --only $only${nanogpt:+ --nanogpt $nanogpt}${examples:+ --examples $examples}" \
     > "$out/command.txt"
 : > "$out/steps.txt"
 
@@ -164,19 +172,22 @@ step suite "$suite_limit" "$python" "$root/benchmarks/workload_suite.py" --resul
 
 # -- 5. the manual's Lightning example (docs/running.md) ----------------------------
 mkdir -p "$work/lightning"
-"$python" - "$root/docs/running.md" > "$work/lightning/lightning_example.py" <<'EOF'
-import re, sys
-text = open(sys.argv[1]).read().split("A PyTorch Lightning script follows", 1)[1]
-print(re.search(r"```python\n(.*?)```", text, re.S).group(1))
-EOF
+"$python" "$root/benchmarks/gpu_scripts.py" lightning-example > "$work/lightning/lightning_example.py"
 (cd "$work/lightning" && step lightning 120 gpubench run ./lightning_example.py --gpus 1 --repeat 1 \
     --results "$results" --quiet)
 
 # -- 6. speed against nanoGPT, and around the run (only when asked for) -------------------
-speed_limit=$(( deadline - SECONDS - 20 ))
+speed_limit=$(( deadline - SECONDS - 20 - $(wanted scripts && echo 150 || echo 0) ))
 step speed "$speed_limit" "$python" "$root/benchmarks/gpu_speed.py" --out "$out" \
     ${nanogpt:+--nanogpt "$nanogpt"} --minutes "$(awk -v s="$speed_limit" 'BEGIN { print (s - 15) / 60 }')"
 wanted speed && [ -f "$out/records.jsonl" ] && cp "$out/records.jsonl" "$results/speed.jsonl"
+
+# -- 7. users' scripts against their predictions (only when asked for) --------------------
+scripts_limit=$(( deadline - SECONDS - 20 ))
+step scripts "$scripts_limit" "$python" "$root/benchmarks/gpu_scripts.py" measure --out "$out" \
+    --predicted "$root/results/reference/scripts-predicted.json" ${nanogpt:+--nanogpt "$nanogpt"} \
+    ${examples:+--examples "$examples"} --minutes "$(awk -v s="$scripts_limit" 'BEGIN { print (s - 10) / 60 }')"
+wanted scripts && [ -f "$out/scripts-records.jsonl" ] && cp "$out/scripts-records.jsonl" "$results/scripts.jsonl"
 
 # -- every record, in one report ---------------------------------------------------------
 step report 40 gpubench report --results "$results" --format markdown

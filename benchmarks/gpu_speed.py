@@ -56,13 +56,12 @@ REPO = Path(__file__).resolve().parent.parent
 WORKLOADS = REPO / "workloads"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import nanogpt_scratch  # noqa: E402  (this folder's)
 import overhead  # noqa: E402  (this folder's: the command comparison)
 
 GPT2_SMALL = ("--batch-size", "12", "--precision", "bf16", "--steps", "30", "--warmup", "10")
 TINY_GPT = ("--n-layer", "2", "--n-head", "2", "--n-embd", "64", "--block-size", "64", "--vocab-size", "512",
             "--batch-size", "2", "--steps", "5", "--warmup", "2")  # the CPU's plumbing check
-TRAIN_ARGS = ("--compile=False", "--gradient_accumulation_steps=1", "--max_iters=60", "--eval_interval=1000",
-              "--eval_iters=2", "--log_interval=20", "--always_save_checkpoint=False", "--wandb_log=False")
 BENCH_STEP = re.compile(r"time per iteration: ([0-9.]+)ms")
 
 
@@ -184,12 +183,10 @@ def fsdp_against_ddp(shape: tuple, size: str, clock: Clock, records: list) -> Fi
 def train_py_pairs(nanogpt: Path, pairs: int, clock: Clock) -> Figure:
     """nanoGPT's train.py through gpubench against torchrun by hand, in turn."""
     with tempfile.TemporaryDirectory(prefix="gpu-speed-train-") as tmp:
-        work = Path(tmp) / "nanogpt"
-        shutil.copytree(nanogpt, work)
-        _synthetic_tokens(work / "data" / "openwebtext")
-        by_hand = [*overhead.TORCHRUN_ONE, "train.py", *TRAIN_ARGS]
+        work = nanogpt_scratch.scratch(nanogpt, Path(tmp) / "nanogpt", 20_000_000).parent
+        by_hand = [*overhead.TORCHRUN_ONE, "train.py", *nanogpt_scratch.TRAIN_ARGS]
         through = [sys.executable, "-m", "gpubench", "run", "./train.py", "--gpus", "1", "--repeat", "1",
-                   "--results", str(Path(tmp) / "results"), "--quiet", "--", *TRAIN_ARGS]
+                   "--results", str(Path(tmp) / "results"), "--quiet", "--", *nanogpt_scratch.TRAIN_ARGS]
 
         def timed(cmd: list[str]) -> float:
             shutil.rmtree(work / "out", ignore_errors=True)
@@ -204,21 +201,11 @@ def train_py_pairs(nanogpt: Path, pairs: int, clock: Clock) -> Figure:
         print(overhead.median_line(name, values, "s"))
     return Figure("nanoGPT train.py: gpubench run / torchrun by hand, whole command", overhead.paired(figures),
                   "<= 1.05", ["(cd nanoGPT && torchrun --standalone --nproc_per_node=1 train.py "
-                              + " ".join(TRAIN_ARGS) + ")",
+                              + " ".join(nanogpt_scratch.TRAIN_ARGS) + ")",
                               "(cd nanoGPT && gpubench run ./train.py --gpus 1 --repeat 1 --quiet -- "
-                              + " ".join(TRAIN_ARGS) + ")"],
+                              + " ".join(nanogpt_scratch.TRAIN_ARGS) + ")"],
                   "seconds a command: " + "; ".join(f"{n} {', '.join(f'{v:.2f}' for v in vs)}"
                                                     for n, vs in figures.items()))
-
-
-def _synthetic_tokens(folder: Path) -> None:
-    """train.py's data: random GPT-2 token ids where it reads openwebtext."""
-    import numpy as np
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    for name, size in (("train", 20_000_000), ("val", 1_000_000)):
-        rng.integers(0, 50257, size=size, dtype=np.uint16).tofile(folder / f"{name}.bin")
 
 
 def own_time(cuda: bool, clock: Clock) -> list[Figure]:

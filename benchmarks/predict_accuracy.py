@@ -86,7 +86,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
+import nanogpt_scratch  # noqa: E402  (this folder's)
 from gpubench.mock import netns  # noqa: E402  (after the repository is on sys.path)
 from gpubench.predict.model import (ASSUMED, MEASURED, Figure, Link, Scaling,  # noqa: E402
                                     StepInputs, scaling)
@@ -710,11 +712,9 @@ class ScriptFigure:
     source: str
 
 
-NANOGPT_ARGS = ("--compile=False", "--gradient_accumulation_steps=1", "--max_iters=60", "--eval_interval=1000",
-                "--eval_iters=2", "--log_interval=20", "--always_save_checkpoint=False", "--wandb_log=False")
 REFERENCE = "shared/reference/h200-2026-11-28"
 SCRIPT_FIGURES = (
-    ScriptFigure("nanoGPT train.py, unchanged", "nanoGPT", NANOGPT_ARGS, 0.0331,
+    ScriptFigure("nanoGPT train.py, unchanged", "nanoGPT", nanogpt_scratch.TRAIN_ARGS, 0.0331,
                  f"33.0-33.2 ms an iteration, torchrun by hand ({REFERENCE}/side_by_side/log2.txt)"),
     ScriptFigure("portable GPT-2 124M, batch 12 x 1024, bf16", "portable_gpt2.py", (), 0.033,
                  "about 33 ms a step on the same H200, as reported beside nanoGPT's (the same model and batch; no log of it is kept)"),
@@ -723,20 +723,6 @@ SCRIPT_FIGURES = (
     ScriptFigure("MNIST Net, batch 64, always DDP", "mnist_net.py", ("--always-ddp",), 64 / 22_383,
                  f"22,383 img/s, the suite's mnist-ddp at one GPU ({REFERENCE}/README.md)"),
 )
-
-
-def _nanogpt_scratch(checkout: Path, tmp: Path) -> Path:
-    """nanoGPT's train.py, model.py and configurator.py beside synthetic OpenWebText tokens."""
-    import numpy as np
-
-    where = tmp / "nanogpt"
-    (where / "data" / "openwebtext").mkdir(parents=True)
-    for name in ("train.py", "model.py", "configurator.py"):
-        shutil.copy(checkout / name, where / name)
-    rng = np.random.default_rng(0)
-    for split, size in (("train", 2_000_000), ("val", 200_000)):
-        rng.integers(0, 50257, size=size, dtype=np.uint16).tofile(where / "data" / "openwebtext" / f"{split}.bin")
-    return where
 
 
 def part_s(nanogpt: Path | None) -> int:
@@ -752,8 +738,8 @@ def part_s(nanogpt: Path | None) -> int:
                 if nanogpt is None or not (nanogpt / "train.py").is_file():
                     say(f"part S: {figure.label}: no nanoGPT checkout (--nanogpt DIR); left out")
                     continue
-                where = _nanogpt_scratch(nanogpt, Path(tmp))
-                script = where / "train.py"
+                where = Path(tmp) / "nanogpt"
+                script = nanogpt_scratch.scratch(nanogpt, where)
             else:
                 script = REPO / "benchmarks" / "scripts" / figure.script
                 where = Path(tmp)

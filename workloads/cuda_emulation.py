@@ -384,6 +384,20 @@ class Emulation:
         torch.compile = compile
 
     # -- the call it could not follow
+    @contextlib.contextmanager
+    def lifted(self):
+        """The device map lifted for a while, where it is the innermost mode: the script's
+        CPU work (its DataLoader's batches) timed as it runs without the emulation."""
+        stack = torch.overrides._get_current_function_mode_stack()
+        if not stack or stack[-1] is not self.mode:
+            yield
+            return
+        self.mode.__exit__(None, None, None)
+        try:
+            yield
+        finally:
+            self.mode.__enter__()
+
     def unfollowed(self, error: BaseException, script: str) -> str:
         """One line: the script's own call that failed under the emulation (a call none
         of it covers, or the script's own error), and why."""

@@ -52,6 +52,7 @@ note that a call happened, then make it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import importlib.abc
 import importlib.util
@@ -66,9 +67,8 @@ PREFIX = "GPUBENCH_PROBE "
 CALIBRATE_ENV = "GPUBENCH_CALIBRATE_STEPS"
 EMULATE_ENV = "GPUBENCH_EMULATE_CUDA"  # the card a calibration tells the script of (cuda_emulation.Card)
 FLOP_STEP = 2  # the optimizer step counted: the first makes the optimizer's states and warms up
-# After the counted step the feeding DataLoader is drawn from, with nothing counting, to time
-# the host's side of a batch: at most this many batches beyond what its workers had ready,
-# and at most this long.
+# After the counted step the feeding DataLoader's batches are fetched, with nothing counting,
+# to time the host's side of a batch: at most this many, and for at most this long.
 LOADER_DRAWS = 8
 LOADER_SECONDS = 10.0
 
@@ -693,33 +693,48 @@ class _Calibration:
                         "tokens": _steps.tokens[-1] if _steps.tokens else None}
 
     def _time_loader(self) -> None:
-        """The host's time for a batch of the DataLoader iterated last (the one feeding
-        the model): its next batches drawn one by one after the counted step, the ones
-        its workers already had ready (prefetch_factor each) left out, the median kept.
-        A batch's collation and pinning are in it; the step's own host work is not."""
+        """One core's time for a batch of the DataLoader iterated last (the one feeding the
+        model): its next batches fetched in this process, one thread, as one of its workers
+        would (the sampler's indices, the dataset's items and transforms, the collation),
+        the median kept. Timed so rather than as its workers hand batches over: on a machine
+        of fewer cores than workers, that measures how they share the cores, not the work."""
         try:
+            import torch
+            import torch.utils.data.dataloader as dataloader   # its fetchers: what a worker runs
+
+
             iterator = next((it for it in (ref() for ref in reversed(self.iterators)) if it is not None), None)
             if iterator is None:
                 return
             workers = int(getattr(iterator, "_num_workers", 0) or 0)
-            ready = workers * int(getattr(iterator, "_prefetch_factor", 0) or 0)
+            # its workers stopped first: making batches ahead, they would share the cores timed
+            getattr(iterator, "_shutdown_workers", lambda: None)()
+            fetcher = dataloader._DatasetKind.create_fetcher(iterator._dataset_kind, iterator._dataset,
+                                                             iterator._auto_collation, iterator._collate_fn,
+                                                             iterator._drop_last)
+            indices = iter(iterator._index_sampler)
+            threads = torch.get_num_threads()
+            if workers:
+                torch.set_num_threads(1)   # as in a worker (torch's worker loop sets it)
             deadline = time.perf_counter() + LOADER_SECONDS
             times: list[float] = []
-            while len(times) < ready + LOADER_DRAWS and time.perf_counter() < deadline:
-                started = time.perf_counter()
-                try:
-                    next(iterator)
-                except StopIteration:
-                    break
-                times.append(time.perf_counter() - started)
-            drawn = sorted(times[ready:])
+            # without the emulation's device map, whose dispatch the real run does not pay
+            lifted = self.emulation.lifted() if self.emulation else contextlib.nullcontext()
             try:
-                cores = len(os.sched_getaffinity(0))
-            except (AttributeError, OSError):
-                cores = os.cpu_count() or 1
-            self.loader = {"workers": workers, "batches": len(drawn), "cores": cores,
-                           "batch_seconds": drawn[len(drawn) // 2] if drawn else None}
-        except Exception:   # a loader that cannot be drawn again: the count stands without its time
+                with lifted:
+                    while len(times) < LOADER_DRAWS and time.perf_counter() < deadline:
+                        started = time.perf_counter()
+                        try:
+                            fetcher.fetch(next(indices))
+                        except StopIteration:
+                            break
+                        times.append(time.perf_counter() - started)
+            finally:
+                torch.set_num_threads(threads)
+            times.sort()
+            self.loader = {"workers": workers, "batches": len(times), "how": "one core",
+                           "batch_seconds": times[len(times) // 2] if times else None}
+        except Exception:   # a loader that cannot be fetched from again: the count stands without its time
             pass
 
     def failed(self, error: BaseException, script: str) -> None:

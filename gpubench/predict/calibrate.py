@@ -46,9 +46,10 @@ from gpubench.workloads.script_probe import CALIBRATE_ENV, FLOP_STEP, PREFIX
 STEPS = FLOP_STEP         # optimizer steps the calibration run takes: the second is counted
 TIME_LIMIT_S = 300.0      # torch's import and the script's own start included
 CACHE_FILE = "calibrations.json"
-# What a calibration counts: raised when the probe reads more of a step (2: its DataLoader
-# timed), so that one kept by an earlier probe is counted afresh rather than read short.
-COUNTED = 2
+# What a calibration counts: raised when the probe reads more of a step or reads it
+# otherwise (2: its DataLoader timed; 3: as one core's fetch of a batch), so that one kept by
+# an earlier probe is counted afresh rather than read short.
+COUNTED = 3
 
 
 class CalibrationError(UsageError):
@@ -75,11 +76,10 @@ class Calibration:
     seconds: float               # the calibration run, torchrun's start included
     count_seconds: float | None = None   # the counted step, on the meta device
     optimizer: str | None = None     # the first optimizer's class, lower case ("adamw", "sgd-momentum")
-    # the feeding DataLoader, drawn after the counted step: its worker processes, the host
-    # seconds between its batches on this machine, and this machine's cores
+    # the feeding DataLoader, after the counted step: its worker processes, and one core's
+    # seconds to make a batch on this machine (fetched in the probe's process, one thread)
     loader_workers: int | None = None
     loader_batch_s: float | None = None
-    loader_cores: int | None = None
 
     @property
     def work(self) -> int:
@@ -98,14 +98,11 @@ class Calibration:
     @property
     def loader_s(self) -> float:
         """The DataLoader's host seconds a batch on the GPU's machine, each worker given a
-        core of its own there at this machine's speed: here its workers shared
-        min(workers, cores) cores. 0.0 where no DataLoader fed the step."""
+        core of its own there at this machine's speed (its workers make batches side by
+        side). 0.0 where no DataLoader fed the step."""
         if not self.loader_batch_s:
             return 0.0
-        workers = self.loader_workers or 0
-        if workers == 0:
-            return self.loader_batch_s
-        return self.loader_batch_s * min(workers, self.loader_cores or 1) / workers
+        return self.loader_batch_s / max(self.loader_workers or 0, 1)
 
     @property
     def flops_per_step(self) -> float:
@@ -189,8 +186,8 @@ def _loader_said(cal: Calibration) -> str:
         return ""
     workers = f"{cal.loader_workers} worker{'s' if cal.loader_workers != 1 else ''}" if cal.loader_workers \
         else "no workers"
-    return (f"; its DataLoader ({workers}) gave a batch every {cal.loader_batch_s * 1e3:,.1f} ms on this "
-            f"machine's {cal.loader_cores} cores")
+    return (f"; its DataLoader ({workers}) made a batch in {cal.loader_batch_s * 1e3:,.1f} ms on one of this "
+            "machine's cores")
 
 
 # --------------------------------------------------------------------------- the run
@@ -265,8 +262,7 @@ def from_report(name: str, report: dict, seconds: float, said: str = "") -> Cali
                        int(found.get("fsdp_units") or 0), steps,
                        datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), round(seconds, 1),
                        found.get("count_seconds"), found.get("optimizer"),
-                       _number(loader.get("workers"), int), _number(loader.get("batch_seconds"), float),
-                       _number(loader.get("cores"), int))
+                       _number(loader.get("workers"), int), _number(loader.get("batch_seconds"), float))
 
 
 def _number(value, kind):

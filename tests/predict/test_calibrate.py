@@ -137,12 +137,12 @@ def test_the_dataloader_timed_after_the_step_is_a_bound_beside_it_or_a_cost_befo
                          counted=calibrate.step_config("train.py", calibrate.from_report("train.py", report(), 1.0)))
     for workers, bound, step in ((2, "loader", 0.05), (0, "loader", plain.estimate.step_s + 0.05)):
         got = report()
-        got["calibration"]["loader"] = {"workers": workers, "batch_seconds": 0.05, "cores": 2}
+        got["calibration"]["loader"] = {"workers": workers, "batch_seconds": 0.05 * max(workers, 1)}
         got["calibration"]["step"]["ops"].append(["data", "aten.stack", "host", 300, 0, 0, ""])
         cal = calibrate.from_report("train.py", got, 1.0)
         config = calibrate.step_config("train.py", cal)
         est = ops.modelled("train.py", (), "H200", 141, counted=config).estimate
-        assert (cal.loader_workers, cal.loader_batch_s, cal.loader_cores) == (workers, 0.05, 2)
+        assert (cal.loader_workers, cal.loader_batch_s) == (workers, 0.05 * max(workers, 1))
         assert est.bound_by == bound and est.step_s == pytest.approx(step)
         assert config.counted.views == (2 if workers == 0 else 302)
         assert "its DataLoader 50.0 ms a batch" in ops.modelled("train.py", (), "H200", 141,
@@ -150,12 +150,13 @@ def test_the_dataloader_timed_after_the_step_is_a_bound_beside_it_or_a_cost_befo
 
 
 @pytest.mark.parametrize("loader, seconds", [
-    ({"workers": 4, "batch_seconds": 0.01, "cores": 2}, 0.005),  # 4 workers shared 2 cores here
-    ({"workers": 1, "batch_seconds": 0.01, "cores": 2}, 0.01),
-    ({"workers": "many", "batch_seconds": -1, "cores": None}, 0.0),  # nonsense: no loader figure
+    ({"workers": 4, "batch_seconds": 0.02}, 0.005),  # one core's batch, 4 workers side by side
+    ({"workers": 1, "batch_seconds": 0.01}, 0.01),
+    ({"workers": 0, "batch_seconds": 0.01}, 0.01),   # made in the step's process
+    ({"workers": "many", "batch_seconds": -1}, 0.0),  # nonsense: no loader figure
     (None, 0.0),
 ])
-def test_the_loaders_time_is_read_as_a_worker_a_core(loader, seconds):
+def test_the_loaders_time_is_one_cores_batch_over_its_workers(loader, seconds):
     got = report()
     got["calibration"]["loader"] = loader
     assert calibrate.from_report("train.py", got, 1.0).loader_s == pytest.approx(seconds)
