@@ -694,14 +694,13 @@ class _Calibration:
 
     def _time_loader(self) -> None:
         """One core's time for a batch of the DataLoader iterated last (the one feeding the
-        model): its next batches fetched in this process, one thread, as one of its workers
-        would (the sampler's indices, the dataset's items and transforms, the collation),
-        the median kept. Timed so rather than as its workers hand batches over: on a machine
+        model): its next batches fetched in this process as one of its workers would (the
+        sampler's indices, the dataset's items and transforms, the collation; one thread, as
+        a worker has, where it has workers), the median kept. Timed so rather than as its workers hand batches over: on a machine
         of fewer cores than workers, that measures how they share the cores, not the work."""
         try:
             import torch
             import torch.utils.data.dataloader as dataloader   # its fetchers: what a worker runs
-
 
             iterator = next((it for it in (ref() for ref in reversed(self.iterators)) if it is not None), None)
             if iterator is None:
