@@ -189,12 +189,13 @@ SCRIPT_ENV_NAMES = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 def script_identity(ref: WorkloadRef) -> dict:
     """What a user's script is, as the records keep it and reruns are matched on:
     its resolved path, the SHA-256 of its contents (and of --workdir's files, less
-    gpubench's own output), and the settings of script_env. Empty for a suite
-    workload, which is known by its name."""
+    gpubench's own output), the settings of script_env, and the --max-steps it is
+    ended after (None: it ends itself, as a record from before this field reads).
+    Empty for a suite workload, which is known by its name."""
     if ref.in_suite:
         return {}
     identity = {"script_path": str(ref.script), "script_sha256": file_sha256(ref.script),
-                "script_env": script_env()}
+                "script_env": script_env(), "max_steps": ref.max_steps}
     if ref.workdir is not None:
         identity["workdir_sha256"] = tree_sha256(ref.workdir, ref.untouched,
                                                  set(workdir_guard.own_output()))

@@ -90,29 +90,50 @@ def test_script_env_is_what_the_user_set_that_changes_what_a_script_does(monkeyp
     assert suite.script_identity(suite.resolve("mnist-ddp")) == {}
 
 
-def test_another_mixed_precision_is_measured_again_the_same_one_is_not(monkeypatch, project):
-    from gpubench.launch.base import Launcher, Machine, RunOutcome
-    from gpubench.store.results import ResultsStore
+class _CountingLauncher:
+    """A launcher that runs nothing: it keeps the GPU count of each run asked of it."""
+
+    def __init__(self) -> None:
+        self.ran: list[int] = []
+
+    def machine(self):
+        from gpubench.launch.base import Machine
+
+        return Machine("local", "local-cpu-2c", "cpu", 0, 0.0, "cpu")
+
+    def prepare(self, workload) -> None:
+        pass
+
+    def run(self, workload, point, workload_args, on_line, timeout):
+        from gpubench.launch.base import RunOutcome
+
+        self.ran.append(point.procs_per_node)
+        return RunOutcome(0, None, ["torchrun"], 0.1)
+
+    def close(self) -> None:
+        pass
+
+
+def _sweep_counts(store, ref, run_id: str) -> list[int]:
+    """The GPU counts a sweep of `ref` over 1 and 2 ran (those already recorded are not)."""
     from gpubench.sweep.run import SweepPlan, sweep
-    from gpubench.workloads import record_schema
     from tests.helpers import one_node
 
-    class Fake(Launcher):
-        def __init__(self) -> None:
-            self.ran: list[int] = []
+    launcher = _CountingLauncher()
+    sweep(launcher, SweepPlan(ref, one_node([1, 2]), [], run_id, 60), store, lambda _: None)
+    return launcher.ran
 
-        def machine(self) -> Machine:
-            return Machine("local", "local-cpu-2c", "cpu", 0, 0.0, "cpu")
 
-        def prepare(self, workload) -> None:
-            pass
+def _assert_declared(records) -> None:
+    from gpubench.workloads import record_schema
 
-        def run(self, workload, point, workload_args, on_line, timeout) -> RunOutcome:
-            self.ran.append(point.procs_per_node)
-            return RunOutcome(0, None, ["torchrun"], 0.1)
+    for record in records:
+        record_schema.require_declared(record, record_schema.GPUBENCH)
+        assert record_schema.type_problems(record) == []
 
-        def close(self) -> None:
-            pass
+
+def test_another_mixed_precision_is_measured_again_the_same_one_is_not(monkeypatch, project):
+    from gpubench.store.results import ResultsStore
 
     _no_script_env(monkeypatch)
     store = ResultsStore(project.parent / "results")
@@ -123,9 +144,7 @@ def test_another_mixed_precision_is_measured_again_the_same_one_is_not(monkeypat
             monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)
         else:
             monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", value)
-        fake = Fake()
-        sweep(fake, SweepPlan(ref, one_node([1, 2]), [], run_id, 60), store, lambda _: None)
-        return fake.ran
+        return _sweep_counts(store, ref, run_id)
 
     assert sweep_under("bf16", "r1") == [1, 2]
     assert sweep_under("bf16", "r2") == []  # already recorded
@@ -136,9 +155,34 @@ def test_another_mixed_precision_is_measured_again_the_same_one_is_not(monkeypat
     assert [r["script_env"] for r in records] == [
         {"ACCELERATE_MIXED_PRECISION": "bf16"}] * 2 + [{"ACCELERATE_MIXED_PRECISION": "fp16"}] * 2 + [
         None] * 2
-    for record in records:
-        record_schema.require_declared(record, record_schema.GPUBENCH)
-        assert record_schema.type_problems(record) == []
+    _assert_declared(records)
+
+
+def test_another_max_steps_is_measured_again_and_reported_in_a_row_of_its_own(monkeypatch, project):
+    """A script ended after 20 steps is not one that ran to its end, nor one ended after 50:
+    each is run, and shown, apart; the same --max-steps again is already recorded."""
+    from gpubench.report.compute import build_report
+    from gpubench.store.results import ResultsStore
+
+    _no_script_env(monkeypatch)
+    store = ResultsStore(project.parent / "results")
+    ref = suite.resolve(str(project / "train.py"))
+    assert suite.script_identity(ref)["max_steps"] is None  # as a record from before it reads
+
+    def sweep_ended_after(steps: int | None, run_id: str) -> list[int]:
+        return _sweep_counts(store, suite.with_max_steps(ref, steps), run_id)
+
+    assert sweep_ended_after(None, "r1") == [1, 2]
+    assert sweep_ended_after(20, "r2") == [1, 2]
+    assert sweep_ended_after(20, "r3") == []  # already recorded
+    assert sweep_ended_after(50, "r4") == [1, 2]
+    assert sweep_ended_after(None, "r5") == []
+    records = store.load().records
+    assert [r["max_steps"] for r in records] == [None] * 2 + [20] * 2 + [50] * 2
+    _assert_declared(records)
+    rows = build_report(records).rows
+    assert sorted(zip(rows["max_steps"].astype(str), rows["gpu_count"])) == [
+        ("", 1), ("", 2), ("20", 1), ("20", 2), ("50", 1), ("50", 2)]
 
 
 def test_gpubenchs_own_output_is_not_part_of_the_workdir(tmp_path, monkeypatch, project):

@@ -104,6 +104,10 @@ FIELDS: tuple[Field, ...] = (
       "(name: value; null when none was); another value is another configuration, measured again "
       "and shown in a row of its own (as 'NAME=value ...')", GPUBENCH, LABEL, "", column=EVERY_ROW,
       heading=Heading("env", when=VARIES)),
+    F("max_steps", int, "steps", "a user's script: the --max-steps it was run with, ended by "
+      "gpubench after that many training steps (null: it ended itself); another value is another "
+      "configuration, measured again and shown in a row of its own", GPUBENCH, LABEL, "",
+      column=EVERY_ROW, heading=Heading("max steps", when=VARIES)),
     F("provider", str, "", "where it ran: lambda, vast, runpod, local, ssh, slurm or mock",
       GPUBENCH, LABEL, "", ("cloud",), EVERY_ROW, Heading("provider")),
     F("instance_type", str, "", "the provider's name for the machine type",

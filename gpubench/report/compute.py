@@ -34,11 +34,11 @@ from gpubench.workloads import record_schema
 
 # A machine type running one workload the same way; the workload's own
 # arguments (batch size, steps) are part of "the same way".
-# A user's script is also the environment it ran in (script_env: a row per environment)
-# and how it was timed: a run timed as a whole (runs/s) is no baseline for one timed by its
-# steps (samples/s).
-GROUP_KEYS = ["workload", "workload_args", "script_sha256", "script_env", "throughput_unit",
-              "provider", "instance_type", "gpu_name", "precision"]
+# A user's script is also the environment it ran in (script_env: a row per environment),
+# the step it was ended after (max_steps) and how it was timed: a run timed as a whole
+# (runs/s) is no baseline for one timed by its steps (samples/s).
+GROUP_KEYS = ["workload", "workload_args", "script_sha256", "script_env", "max_steps",
+              "throughput_unit", "provider", "instance_type", "gpu_name", "precision"]
 CONFIG_KEYS = GROUP_KEYS + ["gpu_count", "nodes"]
 
 FAILED_COLUMNS = CONFIG_KEYS + ["status", "run_id", "time", "error", "failures"]
@@ -227,8 +227,8 @@ def _speedup(latest: pd.DataFrame, baseline: Baseline, notes: list[str]) -> pd.D
         keys = GROUP_KEYS
         pool = latest[latest["nodes"] == 1]
     else:
-        keys = ["workload", "workload_args", "script_sha256", "script_env", "throughput_unit",
-                "precision"]
+        keys = ["workload", "workload_args", "script_sha256", "script_env", "max_steps",
+                "throughput_unit", "precision"]
         pool = latest[baseline.selector.mask(latest)]
     if baseline.count is None:
         pool = pool[pool["gpu_count"] == pool.groupby(keys)["gpu_count"].transform("min")]
