@@ -36,11 +36,25 @@ fi
 # what it installs. No
 # byte-compiling of every installed module (torch, sympy, pandas: about 25 s of CPU on
 # 2 cores); Python compiles the few that are imported, once, on first use.
+# An editable install follows the checkout's code by itself: pip runs again only when
+# what it read (pyproject.toml, the extras asked) has changed since it last succeeded.
+stamp=".venv/.gpubench-installed"
+wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] && .venv/bin/python -c "import gpubench" 2>/dev/null; then
+    echo "[setup] .venv already holds this checkout with its extras ($extras)"
+    exit 0
+fi
+rm -f "$stamp"
 step "installing this checkout with its extras ($extras) into .venv (torch is a large wheel: most of this step)"
+set +e  # the filters find nothing to print at times; pip's own status is what counts
 .venv/bin/python -m pip install --no-compile --progress-bar off --disable-pip-version-check \
     -e ".[$extras]" 2>&1 \
     | grep --line-buffered -E "^(Collecting|Processing|Installing collected|Successfully installed)|[Ee][Rr][Rr][Oo][Rr]" \
     | grep --line-buffered -v -e "->" \
-    | sed -u -e 's/^/[setup]   /' -e 's/^\(.\{160\}\).*/\1 .../' || true
+    | sed -u -e 's/^/[setup]   /' -e 's/^\(.\{160\}\).*/\1 .../'
+pip_status=${PIPESTATUS[0]}
+set -e
+[ "$pip_status" = 0 ] || { echo "[setup] pip could not install this checkout (exit $pip_status); its error is above" >&2; exit 1; }
 step_done
 .venv/bin/python -c "import gpubench" || { echo "gpubench did not install" >&2; exit 1; }
+echo "$wanted" > "$stamp"

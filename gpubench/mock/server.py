@@ -145,7 +145,8 @@ def make_server(engine, port: int) -> MockHTTPServer:
 
 
 def serve_in_thread(server: MockHTTPServer) -> threading.Thread:
-    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+    # shutdown() waits for the loop's next poll: a short one is a mock that stops at once
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
                          name="mock-http", daemon=True)
     t.start()
     return t

@@ -32,7 +32,8 @@ def test_bad_size_is_refused():
     assert out.returncode == 2 and "--n must be at least 1" in out.stderr
 
 
-def test_warmup_stays_out_of_the_median():
+@pytest.mark.slow
+def test_measure_on_cpu_with_its_warmup_out_of_the_median():
     import device_ceilings  # torch: imported by the tests that use it, not by every worker's collection
     import torch
 
@@ -46,12 +47,6 @@ def test_warmup_stays_out_of_the_median():
     seconds = device_ceilings.median_seconds(fn, torch.device("cpu"), warmup=1, repeats=5)
     assert calls == [0, 1, 2, 3, 4, 5]
     assert seconds < 0.05
-
-
-@pytest.mark.slow
-def test_measure_on_cpu():
-    import device_ceilings
-    import torch
 
     c = device_ceilings.measure(torch.device("cpu"), n=64, copy_bytes=1 << 20, warmup=1, repeats=2)
     assert c.matmul_tflops > 0 and c.copy_bytes == 1 << 20
