@@ -97,6 +97,18 @@ def with_max_steps(ref: WorkloadRef, max_steps: int | None) -> WorkloadRef:
     return dataclasses.replace(ref, max_steps=max_steps)
 
 
+def with_max_steps_for_scripts(refs: list[WorkloadRef], max_steps: int | None) -> list[WorkloadRef]:
+    """bench --workload A,B --max-steps N: each of the user's scripts among them ended after
+    N training steps, the suite workloads left to their own steps; a list of suite workloads
+    alone is told where their steps are set."""
+    if max_steps is None:
+        return refs
+    if all(ref.in_suite for ref in refs):
+        raise UsageError("--max-steps is for your own scripts; --workload names only suite workloads "
+                         "(each takes its own: --args NAME=\"--steps N\")")
+    return [ref if ref.in_suite else with_max_steps(ref, max_steps) for ref in refs]
+
+
 def workloads_dir() -> Path:
     import gpubench.workloads  # an empty package: cheap to import
 

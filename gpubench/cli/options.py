@@ -111,6 +111,9 @@ WORKDIR_HELP = ("The project directory of your own script(s): sent whole to a re
 RUN_TIMEOUT_HELP = "Seconds allowed for each run."
 REPEAT_HELP = ("Runs of each GPU count; the report gives their median and spread "
                "[default: 1 on a GPU machine, 3 on a CPU].")
+MAX_STEPS_HELP = ("Your own script(s): end each after this many training steps (its optimizer "
+                  "steps), its arguments untouched; the first max(2, a tenth) are its warm-up "
+                  "[default: it ends itself].")
 
 GpuCountsOpt = Annotated[Optional[str], typer.Option("--gpus", help=GPU_COUNTS_HELP)]
 WorkloadArgsArg = Annotated[Optional[List[str]],
@@ -120,6 +123,7 @@ RemotePythonOpt = Annotated[str, typer.Option("--remote-python", help=REMOTE_PYT
 WorkdirOpt = Annotated[Optional[Path], typer.Option("--workdir", help=WORKDIR_HELP)]
 RunTimeoutOpt = Annotated[float, typer.Option("--timeout", min=1, help=RUN_TIMEOUT_HELP)]
 RepeatOpt = Annotated[Optional[int], typer.Option("--repeat", min=1, help=REPEAT_HELP)]
+MaxStepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=3, help=MAX_STEPS_HELP)]
 
 # Terminating (down): a different --timeout from a run's.
 GONE_TIMEOUT_HELP = "Seconds to wait for each instance to be gone."

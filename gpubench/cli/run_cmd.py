@@ -12,9 +12,9 @@ import typer
 
 from gpubench.cli.completion import workload_names
 from gpubench.cli.launcher_flags import with_launcher_flags
-from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, PreflightOpt, ProceedOpt,
-                                  QuietOpt, RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, WorkdirOpt,
-                                  WorkloadArgsArg)
+from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, MaxStepsOpt, PreflightOpt,
+                                  ProceedOpt, QuietOpt, RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt,
+                                  WorkdirOpt, WorkloadArgsArg)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.settings import flags_or_defaults
 from gpubench.errors import UsageError
@@ -41,10 +41,6 @@ NodesOpt = Annotated[Optional[str], typer.Option(
 GpusPerNodeOpt = Annotated[Optional[str], typer.Option(
     "--gpus-per-node", help="GPUs (processes) per node to sweep, e.g. 4 or 1,4 "
                             "[default on Slurm: all of a node's].")]
-MaxStepsOpt = Annotated[Optional[int], typer.Option(
-    "--max-steps", min=3, help="Your own script: end it after this many training steps (its optimizer "
-                               "steps), its arguments untouched; the first max(2, a tenth) are its "
-                               "warm-up [default: it ends itself].")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the sbatch scripts; submit nothing.")]
 
 

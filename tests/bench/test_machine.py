@@ -60,6 +60,30 @@ def test_bench_workdir_without_a_script_is_one_line(tmp_path, cli):
         "error: --workdir is for your own scripts; --workload names only suite workloads"
 
 
+def test_bench_max_steps_ends_the_scripts_and_leaves_the_suite_to_its_own_steps(cloud, tmp_path, cli,
+                                                                                monkeypatch):
+    """What bench hands its sweeps: the user's script ended after --max-steps, the suite
+    workload beside it untouched; a list of suite workloads alone is told where theirs go."""
+    seen = []
+
+    def captured(req, *args, **kwargs):
+        seen.extend((w.name, w.in_suite, w.max_steps) for w in req.workloads)
+        raise GpubenchError("stopped before renting")
+
+    monkeypatch.setattr(bench_mod, "bench", captured)
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    code, _, err = cli("bench", "lambda", "--yes", "--gpus", "1", "--workload", f"mnist-ddp,{script}",
+                       "--max-steps", "20", "--results", str(tmp_path / "results"))
+    assert code == 1 and err.strip() == "error: stopped before renting"
+    assert seen == [("mnist-ddp", True, None), (str(script), False, 20)]
+    code, _, err = cli("bench", "lambda", "--yes", "--gpus", "1", "--workload", "mnist-ddp,gpt-ddp",
+                       "--max-steps", "20", "--results", str(tmp_path / "results"))
+    assert code == 2 and err.strip() == (
+        "error: --max-steps is for your own scripts; --workload names only suite workloads "
+        "(each takes its own: --args NAME=\"--steps N\")")
+
+
 def test_bench_reports_both_the_sweep_error_and_the_failed_teardown(tmp_path, monkeypatch):
     import gpubench.lifecycle.provision
 

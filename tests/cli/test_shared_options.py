@@ -44,6 +44,7 @@ USES = {
     "WorkdirOpt": {"run", "bench"},
     "RunTimeoutOpt": {"run", "bench"},
     "RepeatOpt": {"run", "bench"},
+    "MaxStepsOpt": {"run", "bench"},
     "QuietOpt": {"run", "bench"},
     "PublicNetworkOpt": {"provision", "bench"},
     "GoneTimeoutOpt": {"down"},
