@@ -32,10 +32,6 @@ if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
     step_done
 fi
-# pip's own lines, less its chatter: the packages gpubench names (not theirs), then
-# what it installs. No
-# byte-compiling of every installed module (torch, sympy, pandas: about 25 s of CPU on
-# 2 cores); Python compiles the few that are imported, once, on first use.
 # An editable install follows the checkout's code by itself: pip runs again only when
 # what it read (pyproject.toml, the extras asked) has changed since it last succeeded.
 stamp=".venv/.gpubench-installed"
@@ -45,6 +41,10 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] && .venv/bin/python -c "
     exit 0
 fi
 rm -f "$stamp"
+# pip's own lines, less its chatter: the packages gpubench names (not theirs), then
+# what it installs. No byte-compiling of every installed module (torch, sympy, pandas:
+# about 25 s of CPU on 2 cores); Python compiles the few that are imported, once, on
+# first use.
 step "installing this checkout with its extras ($extras) into .venv (torch is a large wheel: most of this step)"
 set +e  # the filters find nothing to print at times; pip's own status is what counts
 .venv/bin/python -m pip install --no-compile --progress-bar off --disable-pip-version-check \

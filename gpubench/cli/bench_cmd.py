@@ -55,8 +55,8 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
           boot_timeout: BootTimeoutOpt = 900.0, ssh_timeout: SshTimeoutOpt = 300.0,
           max_hours: MaxHoursOpt = None, budget: BudgetOpt = None, no_preflight: NoPreflightOpt = False,
           repeat: RepeatOpt = None, max_steps: MaxStepsOpt = None, hosts: HostsOpt = 1,
-          nodes: ClusterNodesOpt = None, parallel: ParallelOpt = False, candidates: CandidatesOpt = None, fmt: DocumentFormatOpt = "table",
-          public_network: PublicNetworkOpt = False,
+          nodes: ClusterNodesOpt = None, parallel: ParallelOpt = False, candidates: CandidatesOpt = None,
+          fmt: DocumentFormatOpt = "table", public_network: PublicNetworkOpt = False,
           quiet: QuietOpt = False) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it.
     PROVIDER all (or lambda,vast) with --candidates K: the K offers most worth measuring

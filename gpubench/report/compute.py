@@ -40,6 +40,8 @@ from gpubench.workloads import record_schema
 GROUP_KEYS = ["workload", "workload_args", "script_sha256", "script_env", "max_steps",
               "throughput_unit", "provider", "instance_type", "gpu_name", "precision"]
 CONFIG_KEYS = GROUP_KEYS + ["gpu_count", "nodes"]
+# The keys less the machine's: a --baseline picked on another machine is compared across them.
+WORK_KEYS = [k for k in GROUP_KEYS if k not in ("provider", "instance_type", "gpu_name")]
 
 FAILED_COLUMNS = CONFIG_KEYS + ["status", "run_id", "time", "error", "failures"]
 FAILURES = ("none", "latest", "all")  # which failed runs a report lists (--failures)
@@ -227,8 +229,7 @@ def _speedup(latest: pd.DataFrame, baseline: Baseline, notes: list[str]) -> pd.D
         keys = GROUP_KEYS
         pool = latest[latest["nodes"] == 1]
     else:
-        keys = ["workload", "workload_args", "script_sha256", "script_env", "max_steps",
-                "throughput_unit", "precision"]
+        keys = WORK_KEYS
         pool = latest[baseline.selector.mask(latest)]
     if baseline.count is None:
         pool = pool[pool["gpu_count"] == pool.groupby(keys)["gpu_count"].transform("min")]
