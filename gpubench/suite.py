@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench import project
 from gpubench.errors import UnknownWorkloadError, UsageError
 from gpubench.onhost import workdir_guard
 
@@ -62,6 +63,16 @@ SUITE: tuple[SuiteEntry, ...] = (
 
 
 @dataclass(frozen=True)
+class ProjectPlan:
+    """What a user's project needs on the machine beside its files (gpubench.project):
+    its requirements, a setup command run once per machine, the outputs pulled back."""
+
+    requirements: project.Requirements | None = None
+    setup: str | None = None
+    outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class WorkloadRef:
     """A suite workload or a user's script: its name in records and its file."""
 
@@ -72,6 +83,7 @@ class WorkloadRef:
     untouched: tuple[Path, ...] = ()  # gpubench's own paths in the run's working directory (the
     #   results): a run's files are moved aside after it (workdir_guard), these never are
     max_steps: int | None = None  # a user's script: ended after this many training steps (run --max-steps)
+    project: ProjectPlan | None = None  # None: not read yet (the launcher reads its requirements)
 
 
 def with_workdir(ref: WorkloadRef, workdir: Path) -> WorkloadRef:
@@ -85,6 +97,45 @@ def with_workdir(ref: WorkloadRef, workdir: Path) -> WorkloadRef:
     if not ref.script.is_relative_to(directory):
         raise UsageError(f"--workdir: {ref.script} is not inside {directory}")
     return dataclasses.replace(ref, workdir=directory)
+
+
+def project_dir(ref: WorkloadRef) -> Path:
+    """The directory a user's script's outputs and settings are relative to: its
+    --workdir, else the script's own directory."""
+    return ref.workdir if ref.workdir is not None else ref.script.parent
+
+
+def with_project(ref: WorkloadRef, outputs: str | None = None, setup: str | None = None,
+                 install_project: bool = False) -> WorkloadRef:
+    """The script with what its project asks for: the flags, then its pyproject.toml's
+    [tool.gpubench] (flags win); its requirements from its own files. A suite workload
+    takes only the requirements its script names; --outputs and --setup are for a
+    user's script. ProjectFileError (one line) for a file or value that cannot be read."""
+    if ref.in_suite:
+        if outputs or setup:
+            raise UsageError(f"--{'outputs' if outputs else 'setup'} is for your own scripts; "
+                             f"{ref.name} is a suite workload")
+        return dataclasses.replace(ref, project=ProjectPlan(project.find_requirements(ref.script, None)))
+    settings = project.read_settings(ref.workdir)
+    chosen = project.split_outputs(outputs) if outputs is not None else settings.outputs
+    plan = ProjectPlan(project.find_requirements(ref.script, ref.workdir,
+                                                 install_project or settings.install_project),
+                       setup if setup is not None else settings.setup,
+                       project.check_outputs(chosen, project_dir(ref)))
+    max_steps = ref.max_steps if ref.max_steps is not None else settings.max_steps
+    return dataclasses.replace(ref, project=plan, max_steps=max_steps)
+
+
+def with_project_for_scripts(refs: list[WorkloadRef], outputs: str | None = None,
+                             setup: str | None = None, install_project: bool = False) -> list[WorkloadRef]:
+    """bench --workload A,B: each of the user's scripts among them with its project's
+    plan (with_project), each suite workload with its own requirements; --outputs or
+    --setup with suite workloads alone is told they are for scripts."""
+    if (outputs or setup) and all(ref.in_suite for ref in refs):
+        raise UsageError(f"--{'outputs' if outputs else 'setup'} is for your own scripts; "
+                         "--workload names only suite workloads")
+    return [with_project(ref) if ref.in_suite else with_project(ref, outputs, setup, install_project)
+            for ref in refs]
 
 
 def with_max_steps(ref: WorkloadRef, max_steps: int | None) -> WorkloadRef:

@@ -27,6 +27,7 @@ LAYERS = [
     "gpubench.onhost",       # the standard-library scripts shipped to the machine
     "gpubench.providers",    # each cloud's API, and the registry of their capabilities
     "gpubench.defaults",     # [defaults] in config.toml
+    "gpubench.project",      # a user's project's own files: its requirements, its [tool.gpubench]
     "gpubench.suite",        # the workloads by name, a user's script
     "gpubench.store",        # the ledger and the results: what every stage above writes
     "gpubench.offer_checks", "gpubench.offers",   # offers

@@ -99,6 +99,7 @@ def teardown(rented: Rented, keep: bool, ledger, echo: Echo, result: BenchResult
     if keep:
         _keep(rented, live, thrown_away, echo, result)
         return
+    _pull_declared(rented, live, echo)
     echo(_terminating(rented, live))
     with ctrl_c_deferred(echo):
         downs = rented.take_down(ledger, echo)
@@ -121,6 +122,22 @@ def teardown(rented: Rented, keep: bool, ledger, echo: Echo, result: BenchResult
         provider = downs[0].provider
         said = f" ({provider} billed {money(result.billed)})" if result.billed is not None else ""
         echo(f"{rented.name} terminated; the whole bench cost {money(result.cost)}{said}")
+
+
+def _pull_declared(rented: Rented, live: list, echo: Echo) -> None:
+    """The declared outputs (--outputs) a count could not bring back, pulled before the
+    machine goes; when they cannot be, it is kept (TeardownError says what it costs)."""
+    from gpubench.lifecycle import keep_outputs
+
+    held = keep_outputs.unpulled(live, declared_only=True)
+    if not held:
+        return
+    for item in held:
+        echo(f"before terminating: {item.describe()}")
+    try:
+        keep_outputs.pull_unpulled(held, say=echo, declared_only=True)
+    except keep_outputs.OutputsNotPulledError as e:
+        raise TeardownError(str(e)) from None
 
 
 def _terminating(rented: Rented, live: list) -> str:

@@ -9,11 +9,11 @@ import typer
 from gpubench.cli.across_cmd import bench_across_cli, check_flags, is_across
 from gpubench.cli.confirm import ask, confirm_or_stop
 from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, BudgetOpt, DiskOpt,
-                                  DocumentFormatOpt, ForceOpt, GpuTypeOpt, ImageOpt, MachineGpusOpt,
-                                  MaxHoursOpt, MaxPriceOpt, MaxStepsOpt, NameOpt, NoPreflightOpt,
-                                  ProviderArg, PublicNetworkOpt, QuietOpt, RemotePythonOpt, RepeatOpt,
-                                  ResultsOpt, RunTimeoutOpt, SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg,
-                                  YesOpt)
+                                  DocumentFormatOpt, ForceOpt, GpuTypeOpt, ImageOpt, InstallProjectOpt,
+                                  MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, MaxStepsOpt, NameOpt,
+                                  NoPreflightOpt, OutputsOpt, ProviderArg, PublicNetworkOpt, QuietOpt,
+                                  RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SetupOpt,
+                                  SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.render import err
 from gpubench.cli.completion import workload_arg_names, workload_list
@@ -54,7 +54,8 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
           results: ResultsOpt = None, timeout: RunTimeoutOpt = 3600.0, attempts: AttemptsOpt = 3,
           boot_timeout: BootTimeoutOpt = 900.0, ssh_timeout: SshTimeoutOpt = 300.0,
           max_hours: MaxHoursOpt = None, budget: BudgetOpt = None, no_preflight: NoPreflightOpt = False,
-          repeat: RepeatOpt = None, max_steps: MaxStepsOpt = None, hosts: HostsOpt = 1,
+          repeat: RepeatOpt = None, max_steps: MaxStepsOpt = None, outputs: OutputsOpt = None,
+          setup: SetupOpt = None, install_project: InstallProjectOpt = False, hosts: HostsOpt = 1,
           nodes: ClusterNodesOpt = None, parallel: ParallelOpt = False, candidates: CandidatesOpt = None,
           fmt: DocumentFormatOpt = "table", public_network: PublicNetworkOpt = False,
           quiet: QuietOpt = False) -> None:
@@ -75,6 +76,7 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
         ctx, gpu_type=gpu_type, max_price=max_price, image=image, disk=disk, remote_python=remote_python,
         results=results)
     refs = suite.with_max_steps_for_scripts(suite.resolve_list(workload, workdir), max_steps)
+    refs = suite.with_project_for_scripts(refs, outputs, setup, install_project)
     own_args = suite.parse_per_workload_args(list(per_workload or []), refs)
     for ref in refs:  # before anything is rented
         suite.check_args(ref, suite.args_for(ref, list(workload_args or []), own_args))

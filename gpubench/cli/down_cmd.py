@@ -18,11 +18,17 @@ def down(
     orphans: Annotated[bool, typer.Option(
         "--orphans", help="gpubench-* instances the ledger lacks.")] = False,
     yes: YesOpt = False,
+    discard_outputs: Annotated[bool, typer.Option(
+        "--discard-outputs", help="Terminate without pulling the files its runs left that were "
+                                  "not brought back yet (they are lost).")] = False,
     timeout: GoneTimeoutOpt = 180.0,
     fmt: DocumentFormatOpt = "table",
 ) -> None:
-    """Terminate NAME (or --all, or --orphans) and confirm the provider no longer has it."""
+    """Terminate NAME (or --all, or --orphans) and confirm the provider no longer has it.
+    Files its runs left that were not brought back yet are named first, and pulled
+    before it goes (asked; --yes pulls them; --discard-outputs gives them up)."""
     from gpubench.errors import GpubenchError
+    from gpubench.lifecycle import keep_outputs
     from gpubench.lifecycle.down import DownRequest, plan_down, take_down
     from gpubench.lifecycle.fleet import settle_deadlines
     from gpubench.store.ledger import Ledger
@@ -38,9 +44,22 @@ def down(
             output.emit({"instances": [], "note": plan.note})
             return
         names = plan.describe()
+        machines = [t.entry for t in plan.targets if t.entry is not None]
+        held = [] if discard_outputs else keep_outputs.unpulled(machines)
         with output.prompts():
-            confirm_or_stop(f"Terminate {names}?", f"would terminate {names}: pass --yes to confirm", yes=yes)
+            if held:
+                what = "; ".join(item.describe() for item in held)
+                confirm_or_stop(f"{what}. Pull them into the results, then terminate {names}?",
+                                f"would terminate {names}, but {what}: pass --yes to pull them first, "
+                                "or --discard-outputs to give them up", yes=yes)
+            else:
+                confirm_or_stop(f"Terminate {names}?", f"would terminate {names}: pass --yes to confirm",
+                                yes=yes)
+        if held:   # before anything is terminated; a pull that fails keeps every machine
+            keep_outputs.pull_unpulled(held, say=err)
         report = take_down(ledger, plan, say=err, on_result=lambda result: _say_result(result, out))
+        if discard_outputs and (given_up := keep_outputs.discard([e.name for e in machines])):
+            err(f"gave up the files of {given_up} count(s) that were not pulled (--discard-outputs)")
     if len(report.reached) > 1:
         billed = report.total_billed
         out(f"total cost {format_dollars(report.total_cost)}"

@@ -12,7 +12,7 @@ from gpubench.table_fit import check_column_names
 
 COLUMNS = [("name", "name"), ("provider", "provider"), ("instance_id", "id"), ("status", "status"),
            ("provider_status", "provider says"), ("gpus", "gpus"), ("price_per_hour", "$/h"), ("uptime", "uptime"), ("cost", "cost $"),
-           ("ssh", "ssh"), ("stops", "stops"), ("note", "note")]
+           ("ssh", "ssh"), ("stops", "stops"), ("outputs", "outputs"), ("note", "note")]
 # What programs get besides: the deadline as a time stamp, how the machine stops then,
 # and the cluster it is a member of with its place there (0 = the head).
 MACHINE_COLUMNS = [("deadline_at", "deadline_at"), ("watchdog", "watchdog"), ("cluster", "cluster"),
@@ -30,7 +30,7 @@ def ls(
     columns: ColumnsOpt = None,
 ) -> None:
     """List gpubench's instances; instances a provider has that the ledger lacks are marked."""
-    from gpubench.lifecycle import fleet
+    from gpubench.lifecycle import fleet, keep_outputs
     from gpubench.store.ledger import Ledger
 
     check_format(fmt, ("table", "csv", "json", "markdown"))
@@ -43,8 +43,9 @@ def ls(
     if not rows and fmt == "table":
         out("no instances")
         return
-    out(render_rows([_in_one_vocabulary(r) for r in rows], _chosen(rows, fmt, fit), fmt,
-                    keep=KEEP, fit=fit))
+    unpulled = keep_outputs.pending_counts([r.name for r in rows])
+    out(render_rows([_in_one_vocabulary(r, unpulled.get(r.name)) for r in rows], _chosen(rows, fmt, fit),
+                    fmt, keep=KEEP, fit=fit))
     if fmt == "table":
         priced = [r for r in rows if r.cost is not None]
         out(f"spent so far: {format_dollars(fleet.total_cost(rows))} in all "
@@ -66,12 +67,14 @@ def _chosen(rows, fmt: str, fit) -> list[tuple[str, str]]:
     return [MEMBER_COLUMN, *COLUMNS] if any(r.cluster for r in rows) else COLUMNS
 
 
-def _in_one_vocabulary(row) -> dict:
-    """The ledger's status words for every provider, the provider's own beside them."""
+def _in_one_vocabulary(row, unpulled: int | None = None) -> dict:
+    """The ledger's status words for every provider, the provider's own beside them; the
+    counts whose files are still only on the machine (gpubench pull NAME)."""
     from gpubench.store.status import listing_words
 
     status, said = listing_words(row.entry, row.instance)
-    return {**row.as_row(), "status": status.value, "provider_status": said}
+    return {**row.as_row(), "status": status.value, "provider_status": said,
+            "outputs": f"{unpulled} unpulled" if unpulled else None}
 
 
 def register(app: typer.Typer) -> None:

@@ -125,6 +125,18 @@ RunTimeoutOpt = Annotated[float, typer.Option("--timeout", min=1, help=RUN_TIMEO
 RepeatOpt = Annotated[Optional[int], typer.Option("--repeat", min=1, help=REPEAT_HELP)]
 MaxStepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=3, help=MAX_STEPS_HELP)]
 
+# A user's project on the machine (run, bench): its pyproject.toml's [tool.gpubench] gives
+# the same settings; a flag wins.
+OUTPUTS_HELP = ("Your script's outputs, relative to its project (globs allowed), e.g. "
+                "checkpoints/,runs/*.pt: pulled into <results>/<run id>/outputs/<count>/ after "
+                "each count, and every few minutes while it runs.")
+SETUP_HELP = ("A command run once per machine in the synced project before the first count "
+              "(after the requirements), e.g. \"python prepare_data.py\".")
+INSTALL_PROJECT_HELP = "Install the project itself (pip install .) with its requirements."
+OutputsOpt = Annotated[Optional[str], typer.Option("--outputs", help=OUTPUTS_HELP)]
+SetupOpt = Annotated[Optional[str], typer.Option("--setup", help=SETUP_HELP)]
+InstallProjectOpt = Annotated[bool, typer.Option("--install-project", help=INSTALL_PROJECT_HELP)]
+
 # Terminating (down): a different --timeout from a run's.
 GONE_TIMEOUT_HELP = "Seconds to wait for each instance to be gone."
 GoneTimeoutOpt = Annotated[float, typer.Option("--timeout", help=GONE_TIMEOUT_HELP)]

@@ -12,9 +12,9 @@ import typer
 
 from gpubench.cli.completion import workload_names
 from gpubench.cli.launcher_flags import with_launcher_flags
-from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, MaxStepsOpt, PreflightOpt,
-                                  ProceedOpt, QuietOpt, RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt,
-                                  WorkdirOpt, WorkloadArgsArg)
+from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, InstallProjectOpt, MaxStepsOpt,
+                                  OutputsOpt, PreflightOpt, ProceedOpt, QuietOpt, RemotePythonOpt, RepeatOpt,
+                                  ResultsOpt, RunTimeoutOpt, SetupOpt, WorkdirOpt, WorkloadArgsArg)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.settings import flags_or_defaults
 from gpubench.errors import UsageError
@@ -50,7 +50,8 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
         remote_python: RemotePythonOpt = "python3", workdir: WorkdirOpt = None,
         remote_dir: RemoteDirOpt = "gpubench", connect_wait: ConnectWaitOpt = 30.0,
         results: ResultsOpt = None, force: ForceOpt = False, timeout: RunTimeoutOpt = 3600.0,
-        max_steps: MaxStepsOpt = None, nodes: NodesOpt = None, gpus_per_node: GpusPerNodeOpt = None, dry_run: DryRunOpt = False,
+        max_steps: MaxStepsOpt = None, outputs: OutputsOpt = None, setup: SetupOpt = None,
+        install_project: InstallProjectOpt = False, nodes: NodesOpt = None, gpus_per_node: GpusPerNodeOpt = None, dry_run: DryRunOpt = False,
         preflight: PreflightOpt = False, yes: ProceedOpt = False, repeat: RepeatOpt = None,
         fmt: DocumentFormatOpt = "table", quiet: QuietOpt = False,
         launcher_flags: dict | None = None) -> None:
@@ -73,6 +74,7 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
     asked = counts_asked(gpus, nodes, gpus_per_node)
     check_asked(asked, target.span, target.max_nodes)            # before connecting
     ref = suite.with_max_steps(suite.resolve(workload, workdir), max_steps)
+    ref = _project_for(suite.with_project(ref, outputs, setup, install_project), target, setup)
     args = list(workload_args or [])
     suite.check_args(ref, args)  # a typo costs one line, not a run
     store = None if dry_run else ResultsStore.for_writing(results)
@@ -106,6 +108,30 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
         plan, result = sweep_new_run(launcher, ref, points, args, WithPredictions(store), say, timeout,
                                      force, repeat, ask)
     _report(output, store, plan, result, ref.name)
+
+
+def _project_for(ref, target, setup_flag: str | None):
+    """The script's project plan as the launcher --on names can follow it: a setup step
+    and requirements are for a machine gpubench prepares (one over SSH, a rented one, a
+    cluster); this machine has what it has, and a Slurm job prepares itself."""
+    from dataclasses import replace
+
+    from gpubench.cli.render import err
+
+    plan = ref.project
+    if plan is None or not plan.setup:
+        return ref
+    if target.scheme is not None:
+        raise UsageError(f"--setup has no meaning on {target.scheme.title or target.scheme.name}: its jobs start on nodes "
+                         "gpubench does not prepare; put the step in your job or run it on the "
+                         "cluster's filesystem first")
+    if target.on is None and setup_flag:
+        raise UsageError("--setup runs once on a machine gpubench prepares (--on); on this machine, "
+                         f"run it yourself first: {plan.setup}")
+    if target.on is None:
+        err(f"note: [tool.gpubench] setup is run on remote machines only; not run here: {plan.setup}")
+        return replace(ref, project=replace(plan, setup=None))
+    return ref
 
 
 def _report(output, store, plan, result, workload: str) -> None:

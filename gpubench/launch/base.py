@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
 
+from gpubench.remote.pull import RunFiles
 from gpubench.suite import WorkloadRef
 
 if TYPE_CHECKING:
@@ -191,6 +192,16 @@ class Launcher(Protocol):
         link that could not be re-established, KeyboardInterrupt after stopping the
         run; ValueError for a point the machine cannot hold."""
         ...
+
+    def files_at(self, workload: WorkloadRef) -> RunFiles | None:
+        """Where a run of `workload` leaves its files (its working directory), for pulling
+        its outputs back; None where gpubench does not reach them."""
+        return None
+
+    def prepare_log(self) -> list[str]:
+        """What prepare did on the machine that is no run's (requirements installed, the
+        setup step), for the sweep's logs; taken once."""
+        return []
 
     def close(self) -> None:
         """Let go of what the launcher holds (connections, leases). Never raises

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from gpubench.errors import UsageError
 from gpubench.remote import cluster_link
+from gpubench.remote.pull import RunFiles
 from gpubench.onhost import cluster_probe
 from gpubench.launch.base import (Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args,
                                   script_argv)
@@ -135,6 +136,14 @@ class ClusterLauncher(Launcher):
         what changed; members that share a filesystem are not raced)."""
         for member in self.live:
             member.launcher.prepare(workload)
+
+    def files_at(self, workload: WorkloadRef) -> RunFiles | None:
+        """The head's: rank 0, which saves what a script saves, runs there."""
+        live = self.live
+        return live[0].launcher.files_at(workload) if live else None
+
+    def prepare_log(self) -> list[str]:
+        return [line for member in self.members for line in member.launcher.prepare_log()]
 
     def close(self) -> None:
         for member in self.members:

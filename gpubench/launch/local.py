@@ -31,6 +31,7 @@ from gpubench.launch.failures import RunFacts, explain
 from gpubench.launch.gpu_sampling import LocalSampler, local_indices
 from gpubench.launch.process import stream_process
 from gpubench.providers import registry
+from gpubench.remote.pull import RunFiles
 from gpubench.suite import WorkloadRef, workloads_dir
 
 
@@ -72,7 +73,10 @@ class LocalLauncher(Launcher):
         return Machine("local", f"local-cpu-{os.cpu_count()}c", "cpu", 0, 0.0, "cpu")
 
     def prepare(self, workload: WorkloadRef) -> None:
-        """Nothing to do: the workload runs from where it is."""
+        """Nothing to do: the workload runs from where it is, with this machine's packages."""
+
+    def files_at(self, workload: WorkloadRef) -> RunFiles:
+        return RunFiles(str(Path(workload.workdir) if workload.workdir else Path.cwd()))
 
     def close(self) -> None:
         """Nothing held between runs."""

@@ -36,11 +36,13 @@ from gpubench.launch.base import (PROBE, RECORD_ENV, FileChanges, Launcher, Line
                                   SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
                                   script_argv, shown_command, visible_gpus)
 from gpubench.launch.failures import RunFacts, explain
+from gpubench.remote import deps, setup_step
 from gpubench.remote.envcheck import RemoteEnv
+from gpubench.remote.pull import RunFiles
 from gpubench.remote.errors import ConnectionLostError, SshError
 from gpubench.remote.session import WORKDIR, RemoteSession, SessionOptions
 from gpubench.remote.targets import SSH_PROVIDER, RemoteHost
-from gpubench.suite import WorkloadRef, workloads_dir
+from gpubench.suite import WorkloadRef, with_project, workloads_dir
 
 RUN_TAG = stop_tagged.TAG_VAR
 KILL_GRACE_S = 5  # between SIGTERM (torchrun stops its workers) and SIGKILL
@@ -117,13 +119,15 @@ class SshLauncher(Launcher):
         self.controller = uuid.uuid4().hex  # this sweep, in the machine's run markers
         self._connection_number = 0
         self.lease = ""  # held while the current connection lives (begin)
+        self.ledger_name: str | None = None  # the machine's name in the ledger, where gpubench rented it
+        self._prepare_log: list[str] = []
 
     def machine(self) -> Machine:
         return self._machine
 
     def prepare(self, workload: WorkloadRef) -> None:
         """Get the workload onto the machine with what it needs: once per session
-        for the suite, once per machine for its packages."""
+        for the suite, once per machine for its requirements and its setup step."""
         if workload.workdir is not None:
             if workload.workdir not in self._synced:
                 # the results directory, when it is inside the project, stays here
@@ -137,7 +141,31 @@ class SshLauncher(Launcher):
             script = None if workload.script.parent == suite else workload.script
             self._session.upload(suite, script)
             self._synced |= {p for p in suite.glob("*.py")} | ({script} if script else set())
-        self._session.install_requirements(workload.script)
+        plan = workload.project or with_project(workload).project
+        base = self._session.layout.base
+        cwd = base if remote_cwd(workload) == "." else f"{base}/{remote_cwd(workload)}"
+        if plan.requirements is not None:
+            installed = deps.ensure(self._session.conn, self._session.options.python,
+                                    self._session.layout.state, plan.requirements, cwd, self._session.echo)
+            if installed.python != self._session.options.python:
+                self._session.project_python = installed.python
+            self._prepare_log += installed.log
+        if plan.setup:
+            gpus = self._machine.gpu_count if self._machine.accelerator == "cuda" else 0
+            env = {"PYTHONUNBUFFERED": "1", **({"CUDA_VISIBLE_DEVICES": visible_gpus(gpus)} if gpus else {})}
+            done = setup_step.ensure_setup(self._session.conn, plan.setup, self._session.python,
+                                           self._session.layout.state, cwd, env, self._session.echo)
+            self._prepare_log += done.log
+
+    def files_at(self, workload: WorkloadRef) -> RunFiles:
+        base = self._session.layout.base
+        cwd = remote_cwd(workload)
+        return RunFiles(base if cwd == "." else f"{base}/{cwd}", self._session.target,
+                        self._session.known_hosts, self.ledger_name)
+
+    def prepare_log(self) -> list[str]:
+        lines, self._prepare_log = self._prepare_log, []
+        return lines
 
     def close(self) -> None:
         """Close the connection, and with it the lease: its runs are left to the
@@ -402,6 +430,7 @@ def connect(host: RemoteHost, known_hosts: Path, options: SessionOptions,
     try:
         env = session.open()
         launcher = SshLauncher(session, machine_for(host, env))
+        launcher.ledger_name = host.name if host.provider != SSH_PROVIDER else None
         launcher.begin()
     except BaseException:
         session.close()

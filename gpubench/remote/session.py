@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from gpubench.onhost import workdir_guard
-from gpubench.remote import envcheck, packages, sync
+from gpubench.remote import envcheck, sync
 from gpubench.remote.connection import ConnectOptions, SshConnection
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.errors import ConnectionLostError, HostUnreachableError
@@ -72,10 +72,12 @@ class RemoteSession:
         self.conn = SshConnection(target, known_hosts, options.connect)
         self.env: RemoteEnv | None = None
         self.reconnects_left = options.reconnects
+        self.project_python: str | None = None  # a virtual environment made for a project's
+        #   requirements (gpubench.remote.deps), which the runs then use
 
     @property
     def python(self) -> str:
-        return self.options.python
+        return self.project_python or self.options.python
 
     @property
     def layout(self) -> RemoteLayout:
@@ -112,10 +114,6 @@ class RemoteSession:
         if ignored is not None and ignored.files:
             self.echo(f"{self.target}: {sync.ignored_line(ignored)}")
         return result
-
-    def install_requirements(self, script: Path) -> list[str]:
-        return packages.ensure_installed(self.conn, self.python, self.layout.state,
-                                         packages.requirements(script), self.echo)
 
     def reconnect(self) -> None:
         """Open the connection again; gives up when the session's reconnects are spent."""

@@ -15,10 +15,14 @@ _WRITE = ("import base64,os,sys; p=os.path.expanduser(sys.argv[1]); "
           "open(p + '.new', 'wb').write(base64.b64decode(sys.argv[2])); os.replace(p + '.new', p)")
 
 
+def write_command(python: str, remote_path: str, data: bytes) -> str:
+    """`python -c WRITE remote_path B64`: the bytes written there, atomically."""
+    encoded = base64.b64encode(data).decode()
+    return f"{python} -c {shlex.quote(_WRITE)} {shlex.quote(remote_path)} {encoded}"
+
+
 def ship_and_run(python: str, script: Path, remote_path: str, args: str = "") -> str:
     """`python -c WRITE remote_path B64 && python remote_path ARGS`; `args` is shell text
     the caller has quoted."""
-    encoded = base64.b64encode(script.read_bytes()).decode()
-    q = shlex.quote
-    return (f"{python} -c {q(_WRITE)} {q(remote_path)} {encoded} && "
+    return (f"{write_command(python, remote_path, script.read_bytes())} && "
             f"{python} {remote_path}{' ' + args if args else ''}")

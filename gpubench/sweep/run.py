@@ -32,6 +32,7 @@ from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.launch.failures import Failure, last_words, stop_reason
 from gpubench.launch.points import sweep_points
 from gpubench.sweep import out_of_memory
+from gpubench.sweep.outputs import OutputKeeper
 from gpubench.sweep.probe import ALONE, NO_STEP, ProbeReports, judge
 from gpubench.sweep.plan import DEFAULT_TIMEOUT_S, SweepPlan
 from gpubench.sweep.records import finish_record
@@ -39,7 +40,8 @@ from gpubench.sweep.waits import TIMEOUT_KIND, QuietWatch, TimedOut, goes_on, la
 from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.suite import WorkloadRef
 
-GPU_REPEATS, CPU_REPEATS = 1, 3  # --repeat's default where the runs use GPUs, and on a CPU
+GPU_REPEATS, CPU_REPEATS = 1, 3
+PREPARE_LOG = "prepare"  # logs/<run id>/prepare.log: the machine's preparation  # --repeat's default where the runs use GPUs, and on a CPU
 
 
 def default_repeats(machine: Machine) -> int:
@@ -150,6 +152,8 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
                  f"{result.skipped[point].get('time')}); skipping (--force runs it again)")
     todo = [p for p in fitting if p not in result.skipped]
     launcher.prepare(workload)
+    _keep_prepare_log(launcher, store, plan)
+    keeper = OutputKeeper(launcher, workload, getattr(store, "directory", None), plan.run_id, echo)
     failed: set[SweepPoint] = set()
     warned: set[str] = set()
     # the points take turns, each run once per round; earlier runs count
@@ -166,7 +170,7 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
             continue
         runs.index += 1
         stop = _run_one(launcher, plan, workload, machine, point, repeat, identity, store,
-                        echo, result, warned, runs)
+                        echo, result, warned, runs, keeper)
         if result.records and result.records[-1]["status"] != "ok":
             failed.add(point)
         if stop and _goes_on_at_its_count(runs.failure, point, todo, failed, result, echo):
@@ -174,13 +178,29 @@ def sweep(launcher: Launcher, plan: SweepPlan, store: ResultsStore,
         if stop:
             result.stopped = stop
             echo(stop)
-            return result
+            break
         if runs.failure is not None and runs.failure.kind == TIMEOUT_KIND:
             _after_timeout(plan, point, [p for _, p in schedule[at + 1:]], failed, result, echo, ask)
         if out_of_memory.larger_cannot_fit(runs.failure, plan.workload.name, result.records[-1]):
             _after_out_of_memory(point, [p for _, p in schedule[at + 1:]], failed, result, echo,
                                  runs.failure.kind)
+    for line in keeper.summary():
+        echo(line)
     return result
+
+
+def _keep_prepare_log(launcher: Launcher, store: ResultsStore, plan: SweepPlan) -> None:
+    """What preparing the machine printed (requirements installed, the setup step), in
+    the run's logs beside its counts' (logs/<run id>/prepare.log), outside any figure."""
+    # a launcher of tests or plug-ins that does not subclass Launcher may lack it
+    lines = launcher.prepare_log() if hasattr(launcher, "prepare_log") else []
+    directory = getattr(store, "directory", None)
+    if lines and directory is not None:
+        log = runlogs.RunLog([f"# gpubench: preparing the machine for {plan.workload.name}, "
+                              f"run {plan.run_id}"])
+        for line in lines:
+            log.add(line)
+        log.write(directory, runlogs.relative_path(plan.run_id, PREPARE_LOG), [], [])
 
 
 def _after_out_of_memory(point: SweepPoint, later: list[SweepPoint], failed: set[SweepPoint],
@@ -213,7 +233,7 @@ def _after_timeout(plan: SweepPlan, point: SweepPoint, later: list[SweepPoint], 
 def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine: Machine,
              point: SweepPoint, repeat: int, identity: dict, store: ResultsStore,
              echo: Callable[[str], None], result: SweepResult, warned: set[str],
-             runs: "_Runs | None" = None) -> str | None:
+             runs: "_Runs | None" = None, keeper: OutputKeeper | None = None) -> str | None:
     """Run one point once, record it and keep its output; returns why the sweep must
     stop, or None. What it says goes to `echo`, the run's start, progress and end as
     events (gpubench.sweep.events) a live display reads."""
@@ -244,13 +264,19 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
                            total=runs.total, provider=machine.provider, gpu_name=machine.gpu_name,
                            price_per_hour=machine.price_per_hour))
     started = time.perf_counter()
+    if keeper is not None:
+        keeper.before(name)
     try:
         with quiet:
             outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
     except BaseException as e:  # Ctrl-C above all: what the run said so far is kept
+        if keeper is not None:
+            keeper.stopped()
         _keep_interrupted(log, store, plan, name, point, time.perf_counter() - started, e, echo,
                           prefix)
         raise
+    if keeper is not None:
+        keeper.after(name, prefix, outcome)
     if reports is not None:
         outcome = judged(outcome, reports, point)
     runs.failure = outcome.failure
