@@ -42,7 +42,11 @@ class RunFiles:
     machine: str | None = None   # its name in the ledger, where gpubench rented it
 
     def source(self, rel: str = "") -> str:
-        path = self.root.rstrip("/") + (f"/{rel.strip('/')}" if rel.strip("/") not in ("", ".") else "")
+        """rsync's name for `rel` (relative to the root, or an absolute path there)."""
+        if rel.startswith("/"):
+            path = rel.rstrip("/")
+        else:
+            path = self.root.rstrip("/") + (f"/{rel.strip('/')}" if rel.strip("/") not in ("", ".") else "")
         if self.target is None:
             return path + "/"
         host = f"[{self.target.host}]" if ":" in self.target.host else self.target.host

@@ -3,7 +3,9 @@ after its requirements and before the first count.
 
 It runs in the synced project (the directory the runs start in), with the
 environment the runs get: `python` and `python3` are the python the runs use (a
-directory of links put first on PATH), and the machine's GPUs visible. A marker named
+directory of wrappers put first on PATH), and the machine's GPUs visible. What it
+writes into the project stays across sweeps where the project ignores it (a data/ in
+its .gitignore), since each sweep's sync mirrors the project and removes the rest. A marker named
 by the command, the directory and the python keeps it from running again on that
 machine; its output is streamed as it comes and kept for the sweep's logs.
 """
@@ -51,9 +53,12 @@ def ensure_setup(conn: SshConnection, command: str, python: str, state_dir: str,
         return SetupDone(False)
     echo(f"{conn.target}: setup (once per machine): {command}")
     bin_dir = f"{state_dir}/{BIN}"
+    # wrappers, not links: a link to a virtual environment's python elsewhere loses the
+    # environment (python finds its pyvenv.cfg beside the path it was started by)
+    wrapper = '#!/bin/sh\\nexec "%s" "$@"\\n'  # printf's format: %s is the python's path
     links = (f"mkdir -p {q(bin_dir)} {q(state_dir)}/setup && P=$(command -v {python}) && "
-             f"ln -sfn \"$P\" {q(bin_dir)}/python && ln -sfn \"$P\" {q(bin_dir)}/python3 && "
-             f"S=$(cd {q(bin_dir)} && pwd)")
+             f"for n in python python3; do printf {q(wrapper)} \"$P\" > {q(bin_dir)}/$n && "
+             f"chmod +x {q(bin_dir)}/$n; done && S=$(cd {q(bin_dir)} && pwd)")
     assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
     line = (f"{links} && cd {q(cwd)} && env PATH=\"$S:$PATH\" {assignments} "
             f"bash -c {q(command)} < /dev/null")

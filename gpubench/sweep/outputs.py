@@ -88,7 +88,7 @@ class OutputKeeper:
         if self.files is None:
             return
         kept_in = outcome.files.kept_in if outcome.files is not None else None
-        rel = _relative(kept_in, self.files.root)
+        rel = os.path.normpath(kept_in) if kept_in else None  # as the guard said: there, or from the root
         dest = outputs_dest(self.results, self.run_id, label)
         pulled = False
         if self.patterns:
@@ -129,11 +129,3 @@ class OutputKeeper:
         return [f"left in {where}/.gpubench-left-behind, not declared as outputs: {shown}{more} "
                 f"({total} in all); {how}"]
 
-
-def _relative(kept_in: str | None, root: str) -> str | None:
-    """Where the file guard moved a count's files, relative to the run's directory."""
-    if not kept_in:
-        return None
-    if os.path.isabs(kept_in):
-        return os.path.relpath(kept_in, root)
-    return os.path.normpath(kept_in)
