@@ -14,7 +14,7 @@ them once to wheels (`pip wheel --no-deps --no-build-isolation --no-index`: this
 has setuptools but not `build`), a requirements.txt naming the six, and the constraints
 file the installer would write for this python: torch, torchvision, torchaudio, triton
 and every nvidia-* distribution it imports, at their versions (here torch==2.13.0+cpu
-and nvidia-ml-py).
+alone: NVML's bindings, nvidia-ml-py, are no part of the CUDA stack and not held).
 
 Then one untimed warm-up round, and R rounds in which the sides take turns, the first
 side alternating (A B C, C B A, ...). Each side gets a fresh venv made with

@@ -259,17 +259,26 @@ _ACTIVE_TEXT = tuple(s.value for s in ACTIVE)
 _ACTIVE_MARKS = ", ".join("?" for _ in ACTIVE)
 
 
+def open_ledger_file(path: Path | None, schema: str) -> tuple[Path, sqlite3.Connection]:
+    """The ledger's sqlite file (the user's, or `path`), its tables of `schema` made where
+    missing; autocommit, rows by name. LedgerError in one line when it cannot be opened."""
+    path = Path(path) if path else paths.ledger_path()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        db.executescript(schema)
+    except sqlite3.DatabaseError as e:
+        raise LedgerError(f"{path}: cannot open the instance ledger: {e}") from None
+    return path, db
+
+
 class Ledger:
     """Open with Ledger() for the user's ledger, Ledger(path) elsewhere (tests)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = Path(path) if path else paths.ledger_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path, self._db = open_ledger_file(path, _SCHEMA)
         try:
-            self._db = sqlite3.connect(self.path, timeout=10, isolation_level=None,
-                                       check_same_thread=False)
-            self._db.row_factory = sqlite3.Row
-            self._db.executescript(_SCHEMA)
             self._migrate()
         except sqlite3.DatabaseError as e:
             raise LedgerError(f"{self.path}: cannot open the instance ledger: {e}") from None

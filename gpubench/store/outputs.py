@@ -11,13 +11,11 @@ read it before they terminate anything.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from gpubench import paths
-from gpubench.store.ledger import LedgerError
+from gpubench.store.ledger import open_ledger_file
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_outputs (
@@ -90,15 +88,7 @@ class OutputsLedger:
     """Open with OutputsLedger() for the user's ledger file, OutputsLedger(path) elsewhere."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = Path(path) if path else paths.ledger_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            self._db = sqlite3.connect(self.path, timeout=10, isolation_level=None,
-                                       check_same_thread=False)
-            self._db.row_factory = sqlite3.Row
-            self._db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as e:
-            raise LedgerError(f"{self.path}: cannot open the instance ledger: {e}") from None
+        self.path, self._db = open_ledger_file(path, _SCHEMA)
 
     def close(self) -> None:
         self._db.close()

@@ -33,9 +33,10 @@ def cloud(tmp_path, monkeypatch):
     yield from mock_cloud(tmp_path, monkeypatch)
 
 
-def killed_mid_run(cli, tmp_path: Path, name: str) -> Path:
+def killed_mid_run(cli, tmp_path: Path, name: str, pull_every: float | None = None) -> Path:
     """Rent `name`, start a run that writes checkpoints/model.pt and waits, kill the
-    client once it has written it; returns the results directory."""
+    client once it has written it (with `pull_every`, once the pulls while it runs have
+    brought it here); returns the results directory."""
     code, _, err = cli("provision", "lambda", "--gpus", "1", "--name", name, "--yes")
     assert code == 0, err
     proj = tmp_path / f"proj-{name}"
@@ -44,10 +45,13 @@ def killed_mid_run(cli, tmp_path: Path, name: str) -> Path:
     (proj / "train.py").write_text(SLOW.format(started=str(started), release=str(release)))
     results = tmp_path / f"results-{name}"
     proc = start_gpubench("run", str(proj / "train.py"), "--workdir", str(proj), "--on", name, "--gpus", "1",
-                          "--repeat", "1", "--outputs", "checkpoints/", "--results", str(results))
+                          "--repeat", "1", "--outputs", "checkpoints/", "--results", str(results),
+                          env={"GPUBENCH_OUTPUTS_PULL_EVERY": str(pull_every or 300)})
     try:
         deadline = time.monotonic() + 90
-        while not started.exists():
+        pulled = results.glob("*/outputs/1gpu/checkpoints/*")
+        while not started.exists() or (pull_every and not any(pulled)):
+            pulled = results.glob("*/outputs/1gpu/checkpoints/*")
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
         proc.send_signal(signal.SIGKILL)
@@ -95,8 +99,8 @@ def test_a_killed_run_s_outputs_come_back_before_the_machine_goes(cloud, cli, tm
 
 
 @pytest.mark.slow
-def test_pull_brings_them_back_and_discard_gives_them_up(cloud, cli, tmp_path):
-    results = killed_mid_run(cli, tmp_path, "gone")
+def test_pulled_while_it_runs_then_pull_and_discard(cloud, cli, tmp_path):
+    results = killed_mid_run(cli, tmp_path, "gone", pull_every=0.3)   # here before the kill
     code, out, err = cli("pull", "gone")
     assert code == 0, err
     assert len(list(results.glob("*/outputs/1gpu/checkpoints/model.pt"))) == 1
