@@ -54,6 +54,28 @@ def format_dollars(dollars: float) -> str:
     return f"${dollars:.{digits}f}"
 
 
+def say_duration(seconds: float) -> str:
+    """A time as people read it: below a second in milliseconds ('115.7 ms', '3.2 ms', never
+    '0.1 s' for a step), below a millisecond in µs ('45 µs', '<1 µs', never '0.0'), then
+    '1.2 s', '40 s', '12 min', '2.5 h', '3.2 days'. Each unit is kept while the number,
+    rounded as shown, stays below the next unit's one ('999.96 ms' reads '1.0 s')."""
+    if seconds < 1e-6:
+        return "<1 µs"
+    if round(seconds * 1e6) < 1000:
+        return f"{seconds * 1e6:.0f} µs"
+    if round(seconds * 1e3, 1) < 1000:
+        return f"{seconds * 1e3:.1f} ms"
+    if round(seconds, 1) < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 120 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
 def say_flops(value: float) -> str:
     """2048 -> '2.05 kFLOP', 1.87e6 -> '1.87 MFLOP', 3.1e9 -> '3.1 GFLOP'."""
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):

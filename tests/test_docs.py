@@ -5,6 +5,7 @@ flag, a removed command or a value it refuses fails here before a reader meets i
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -108,6 +109,24 @@ def _with_results(command: str, rest: list[str], tmp_path: Path) -> list[str]:
         i = rest.index("--")
         return [*rest[:i], "--results", str(tmp_path / "results"), *rest[i:]]
     return [*rest, "--results", str(tmp_path / "results")]
+
+
+# The leave-one-out median error has one source: what the fit wrote beside its constants.
+FIT_FILE = "gpubench/predict/step_constants.json"
+
+
+def test_the_leave_one_out_median_is_the_fits_own_figure_wherever_it_is_given():
+    """README.md and docs/advise.md give the leave-one-out median error that the fit wrote
+    (`loo_median_error` in step_constants.json), and name that file: a refit that moves
+    the figure fails here until every page says the new one."""
+    fitted = f"{json.loads((REPO / FIT_FILE).read_text())['loo_median_error']:.0%}"
+    for page in ("README.md", "docs/advise.md"):
+        text = " ".join((REPO / page).read_text().split())
+        sentences = [s for s in re.split(r"(?<=[.;)])\s", text)
+                     if re.search(r"left out one at a time|leave-one-out", s) and "median" in s]
+        figures = re.findall(r"median(?: error)?(?: of)? (\d+(?:\.\d+)?%)", " ".join(sentences))
+        assert figures and set(figures) == {fitted}, (page, figures, fitted)
+        assert f"`loo_median_error` in {FIT_FILE}" in text, page
 
 
 @pytest.fixture

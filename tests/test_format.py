@@ -1,11 +1,12 @@
 """How numbers and money read (gpubench/format.py): a cost too small for cents is shown
-with the digits it needs, never as nothing; FLOPs in the unit that fits."""
+with the digits it needs, never as nothing; FLOPs in the unit that fits; a time below a
+second in milliseconds."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpubench.format import format_dollars, say_flops
+from gpubench.format import format_dollars, say_duration, say_flops
 
 
 @pytest.mark.parametrize("dollars, text", [
@@ -21,3 +22,13 @@ def test_a_cost_reads_to_the_cent_or_with_the_digits_it_needs(dollars, text):
 ])
 def test_flops_read_in_the_unit_that_fits(flops, text):
     assert say_flops(flops) == text
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (0.1157, "115.7 ms"), (0.04, "40.0 ms"), (0.4, "400.0 ms"), (3.2e-3, "3.2 ms"),
+    (4.5e-5, "45 µs"), (4.2e-7, "<1 µs"), (0.0, "<1 µs"), (0.99996, "1.0 s"), (0.0009996, "1.0 ms"),
+    (1.0, "1.0 s"), (1.25, "1.2 s"), (40, "40 s"), (720, "12 min"), (9000, "2.5 h"),
+    (3.2 * 86400, "3.2 days"),
+])
+def test_a_time_below_a_second_reads_in_milliseconds_and_is_never_zero(seconds, text):
+    assert say_duration(seconds) == text

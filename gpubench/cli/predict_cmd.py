@@ -29,10 +29,9 @@ def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: O
     check_format(fmt, ("table", "json"))
     if not gpu:
         raise UsageError("--gpu is needed: the GPU type to predict for (e.g. --gpu 'H100 SXM')")
-    spec = gpu_specs.spec_for(gpu)
-    if spec is None:
-        raise UsageError(f"--gpu: '{gpu}' is not a GPU type gpubench knows; known: "
-                         f"{', '.join(gpu_specs.known_gpus())}")
+    spec, taken = gpu_specs.spec_named(gpu, "--gpu")
+    if taken.note:
+        err(f"note: {taken.note}")
     if gpus % nodes:
         raise UsageError(f"--gpus {gpus} do not spread evenly over --nodes {nodes}")
     records, warnings = records_for_prediction(results)
@@ -49,7 +48,7 @@ def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: O
 
 def _lines(a: dict) -> list[tuple[str, str]]:
     from gpubench.predict.memory import say_gb
-    from gpubench.predict.words import say_duration
+    from gpubench.format import say_duration
 
     where = f"{a['gpus']}x {a['gpu']}" + (f" over {a['nodes']} machines" if a["nodes"] > 1 else "")
     rows = [("prediction", f"{a['workload']} {' '.join(a['args'])}".strip() + f" on {where}")]

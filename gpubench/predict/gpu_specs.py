@@ -17,14 +17,17 @@ relying on it or changing it. "derived" marks arithmetic on quoted figures. A fi
 source gives is None, never a guess: the model must then say it cannot predict.
 
 Names are canonical as gpubench.providers.gpus spells them ("H100 SXM", "RTX 4090",
-"A100 PCIe"); `spec_for` reads any provider's or user's spelling through that module.
+"A100 PCIe"); `spec_for` reads any provider's or user's spelling through that module, and
+`spec_named` takes what a user types for one card ("H100", "4090") the way that module's
+`resolve_gpu` resolves it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubench.providers.gpus import wanted_gpu
+from gpubench.errors import UsageError
+from gpubench.providers.gpus import SAME_CARD, GpuChoice, resolve_gpu, wanted_gpu
 
 
 @dataclass(frozen=True)
@@ -135,9 +138,9 @@ SPECS: tuple[GpuSpec, ...] = (
             f"{_LIGHTNING} 't4' (t4-tensor-core-datasheet-951643.pdf)", DATASHEET, _pcie(3)),
 )
 
-# Spellings that mean one row although they differ from its name: the part comes in one
-# form only (a bare H200 is the SXM part; the PCIe one is always called H200 NVL).
-ALIASES = {"H200": "H200 SXM", "B200": "B200 SXM", "A10 PCIe": "A10"}
+# Spellings that mean one row although they differ from its name (a bare H200 is the SXM
+# part): kept beside the other spellings, in gpubench.providers.gpus.
+ALIASES = SAME_CARD
 
 # A model sold in two memory sizes, named without one: the size providers mean by it.
 # A100 SXM: RunPod's only one, and the mock's (Lambda's 40 GB SXM4 says "40 GB").
@@ -171,6 +174,19 @@ def spec_for(gpu_name: str, memory_gb: float | None = None) -> GpuSpec | None:
         size = DEFAULT_MEMORY_GB.get(name, rows[0].memory_gb)
     best = min(rows, key=lambda s: abs(s.memory_gb - size))
     return best if abs(best.memory_gb - size) <= 0.1 * best.memory_gb else None
+
+
+def spec_named(text: str, flag: str = "--gpu") -> tuple[GpuSpec, GpuChoice]:
+    """The row for the card a user means by `text` ("H100" -> H100 SXM, "4090", "a100 40gb"),
+    and how it was taken (its `note` says which card a family's name was taken as);
+    UsageError of one line where the text means no row, or several."""
+    choice = resolve_gpu(text, known_gpus(), flag)
+    spec = spec_for(choice.name, choice.memory_gb)
+    if spec is None:
+        sizes = sorted({s.memory_gb for s in SPECS if s.name == choice.name})
+        raise UsageError(f"{flag}: '{text}': gpubench knows the {choice.name} with "
+                         f"{' or '.join(f'{g:g}' for g in sizes)} GB, not {choice.memory_gb} GB")
+    return spec, choice
 
 
 _PEAK_FIELDS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpubench.format import format_dollars
+from gpubench.format import format_dollars, say_duration
 from gpubench.predict.advise import Advice, Prediction, Work
 
 # (key, heading) of the table for people; programs get every key of prediction_row.
@@ -26,24 +26,6 @@ def table_columns(predictions: list[Prediction], mixed_strategies: bool) -> list
         at = [k for k, _ in columns].index("price_per_hour")
         columns = columns[:at] + [STRATEGY_COLUMN] + columns[at:]
     return columns
-
-
-def say_duration(seconds: float) -> str:
-    """'45 µs', '3.2 ms', '40 ms', '0.4 s', '40 s', '12 min', '2.5 h', '3.2 days':
-    never '0.0 s' for a time too short for tenths of a second."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} µs" if seconds >= 1e-6 else "<1 µs"
-    if seconds < 0.1:
-        return f"{seconds * 1e3:.1f} ms" if seconds < 0.01 else f"{seconds * 1e3:.0f} ms"
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 120 * 60:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def prediction_row(p: Prediction, rank: int | None = None) -> dict:

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from gpubench.errors import UsageError
 from gpubench.mock import catalog
 from gpubench.predict import gpu_specs as gs
 from gpubench.predict.gpu_specs import peak_tflops, published_for, spec_for
@@ -166,3 +167,13 @@ def test_published_for_filters_and_orders():
 def test_rows_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec_for("T4").memory_gb = 32
+
+
+def test_a_typed_name_is_one_row_or_one_line_saying_why_not():
+    spec, taken = gs.spec_named("H100")
+    assert (spec.name, taken.note) == ("H100 SXM", "H100 taken as H100 SXM; H100 PCIe and H100 NVL are the others")
+    spec, taken = gs.spec_named("a100 40gb")
+    assert (spec.name, spec.memory_gb) == ("A100 SXM", 40)
+    with pytest.raises(UsageError, match=r"^--gpu: 'A100 SXM 24GB': gpubench knows the A100 SXM with 40 or 80 GB, "
+                                         r"not 24 GB$"):
+        gs.spec_named("A100 SXM 24GB")

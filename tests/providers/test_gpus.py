@@ -108,3 +108,73 @@ def test_user_spellings_match_the_mocks_offers(cloud, provider):
         else:
             assert found == expected[provider], typed
     assert all(offer_vram_gb(o) == 80 for o in matching_offers(offers, gpu_type="a100 80gb"))
+
+
+# -- one card from what users type (resolve_gpu) ---------------------------------
+
+from gpubench.errors import UsageError  # noqa: E402
+from gpubench.providers.gpus import FAMILY_DEFAULT, SAME_CARD, resolve_gpu  # noqa: E402
+
+# The cards of the predict table (gpubench/predict/gpu_specs.py), as predict --gpu resolves among them.
+CARDS = ["H200 SXM", "H100 SXM", "H100 PCIe", "H100 NVL", "GH200", "B200 SXM", "A100 SXM", "A100 PCIe",
+         "L40S", "L40", "L4", "A10", "A40", "RTX A6000", "RTX 6000 Ada", "RTX 5090", "RTX 4090", "RTX 3090",
+         "V100 SXM", "T4"]
+
+
+@pytest.mark.parametrize("typed,card,note", [
+    ("H100", "H100 SXM", "H100 taken as H100 SXM; H100 PCIe and H100 NVL are the others"),
+    ("h100", "H100 SXM", "H100 taken as H100 SXM; H100 PCIe and H100 NVL are the others"),
+    ("h-100", "H100 SXM", "H100 taken as H100 SXM; H100 PCIe and H100 NVL are the others"),
+    ("A100", "A100 SXM", "A100 taken as A100 SXM; A100 PCIe is the other"),
+    ("a100 80gb", "A100 SXM", "A100 80 GB taken as A100 SXM; A100 PCIe is the other"),
+    ("V100", "V100 SXM", "V100 taken as V100 SXM"),
+    ("H100 80GB", "H100 SXM", "H100 80 GB taken as H100 SXM; H100 PCIe is the other"),   # not the 94 GB NVL
+    ("h100 94gb", "H100 NVL", "H100 94 GB taken as H100 NVL"),
+    ("4090", "RTX 4090", ""), ("rtx4090", "RTX 4090", ""), ("RTX 4090", "RTX 4090", ""),
+    ("rtx_4090", "RTX 4090", ""), ("Rtx-4090", "RTX 4090", ""), ("GeForce RTX 4090", "RTX 4090", ""),
+    ("h100 sxm", "H100 SXM", ""), ("H100_SXM", "H100 SXM", ""), ("h100-sxm5-80gb", "H100 SXM", ""),
+    ("H100 pcie", "H100 PCIe", ""), ("H200", "H200 SXM", ""), ("b200", "B200 SXM", ""), ("a10 pcie", "A10", ""),
+    ("a6000", "RTX A6000", ""), ("l40", "L40", ""), ("L40S", "L40S", ""),
+])
+def test_what_people_type_is_one_card_with_a_note_where_a_family_was_narrowed(typed, card, note):
+    choice = resolve_gpu(typed, CARDS)
+    assert (choice.name, choice.note) == (card, note)
+
+
+@pytest.mark.parametrize("typed,line", [
+    ("RTX", "--gpu: 'RTX' could be RTX A6000, RTX 6000 Ada, RTX 5090, RTX 4090 or RTX 3090: name one"),
+    ("sxm", "--gpu: 'sxm' could be H200 SXM, H100 SXM, B200 SXM, A100 SXM or V100 SXM: name one"),
+    # the Quadro RTX 6000 (Turing) and the RTX A6000 are other cards: not taken as the Ada one
+    ("RTX 6000", "--gpu: 'RTX 6000' is not clearly the RTX 6000 Ada: name it so if it is"),
+])
+def test_a_name_that_means_no_one_card_lists_the_candidates_in_one_line(typed, line):
+    with pytest.raises(UsageError) as e:
+        resolve_gpu(typed, CARDS)
+    assert str(e.value) == line and e.value.exit_code == 2
+
+
+@pytest.mark.parametrize("typed,line", [
+    ("H900", "--gpu-type: 'H900' is not a GPU type gpubench knows; known: H200 SXM, H100 SXM, "),
+    ("H100 40GB", "--gpu-type: 'H100 40GB': gpubench knows no H100 of 40 GB (H100 SXM: 80 GB, H100 PCIe: 80 GB, "
+                  "H100 NVL: 94 GB)"),
+    ("", "--gpu-type '': name a GPU"),
+])
+def test_an_unknown_name_is_one_line_naming_what_is_known(typed, line):
+    with pytest.raises(UsageError) as e:
+        resolve_gpu(typed, CARDS, "--gpu-type")
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+
+
+def test_every_family_default_and_same_card_is_a_card_of_the_predict_table():
+    from gpubench.predict.gpu_specs import known_gpus
+
+    assert set(FAMILY_DEFAULT.values()) | set(SAME_CARD.values()) <= set(known_gpus()) == set(CARDS)
+    for family, card in FAMILY_DEFAULT.items():
+        assert resolve_gpu(family, known_gpus()).name == card
+
+
+def test_a_filter_matches_the_card_by_any_of_its_names():
+    assert gpu_matches("H200 SXM", "H200") and gpu_matches("H200", "NVIDIA H200")   # Vast.ai, RunPod
+    assert gpu_matches("A10 PCIe", "A10") and gpu_matches("a10", "A10 (24 GB PCIe)")
+    assert gpu_matches("H200", "H200 NVL")                  # a family filter keeps its whole family
+    assert not gpu_matches("H200 SXM", "H200 NVL") and not gpu_matches("H100 SXM", "H200")

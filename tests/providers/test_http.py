@@ -138,6 +138,27 @@ def test_launch_read_timeout_is_not_retried(fake_api):
     assert len(fake_api.calls("PUT", "/slow")) == 1
 
 
+def test_a_late_answer_ends_with_its_server_and_prints_nothing(capsys):
+    """The fake API's handler of a read timeout outlived its test and, answering a client
+    long gone, printed socketserver's "Exception occurred during processing of request"
+    into the next test's stderr (tests/cli/test_report_input.py, in the same worker)."""
+    import threading
+
+    from tests.providers.conftest import FakeApi
+
+    before = set(threading.enumerate())
+    api = FakeApi()
+    api.route("PUT", "/slow", (200, {"id": 1}, {"X-Fake-Delay": "30"}))
+    c = HttpClient("test", api.url, {}, lambda r: (None, ""), HttpSettings(timeout=0.2, retries=0))
+    with pytest.raises(TransportError, match="no answer within"):
+        c.json("PUT", "/slow", json={}, launch=True)
+    started = time.monotonic()
+    api.close()
+    assert time.monotonic() - started < 2
+    assert set(threading.enumerate()) <= before        # the loop and the late handler joined
+    assert capsys.readouterr().err == ""
+
+
 def test_launch_answer_that_is_not_json_is_unclear(fake_api):
     fake_api.route("POST", "/rent", (200, b"<html>oops"))
     with pytest.raises(TransportError, match="not JSON"):
