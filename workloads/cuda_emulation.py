@@ -9,39 +9,62 @@ What the script is told and where its work goes:
 - torch.cuda answers as the card would: available, its count, name, properties and
   capability, bf16 support; set_device, synchronize, empty_cache, seeds, streams and
   events do nothing (an event's elapsed time is the host's clock between its records);
-  the memory counters read 0.
+  torch.cuda.device is its class and a context manager that changes nothing; the memory
+  counters read 0. torch.accelerator answers as torch.cuda does.
 - a tensor or module put on "cuda" is put on the meta device (shapes and dtypes, no
   arithmetic), and reports itself as cuda:0; torch's foreach and fused optimizer
-  kernels take meta tensors as they take CUDA ones.
+  kernels take meta tensors as they take CUDA ones. torch.load with a CUDA map_location
+  (or of a checkpoint saved on a GPU) puts its tensors there too; torch.save writes meta
+  tensors as torch does (shapes and dtypes), and a module pickled or deep-copied leaves
+  out the hooks the calibration put on it.
 - a value read from such a tensor (item, tolist, bool, float, format, cpu, numpy) reads
   as zeros: a loss to log, a norm to print. Control flow on a value the GPU computed
   (stop when the loss is below x) follows zeros.
 - NCCL is answered by torch's fake process group (every collective a no-op, the world
   the launcher gave); DistributedDataParallel and FSDP wrap the model without copying
-  or reducing anything (the step model adds their communication); fully_shard leaves
-  the module as it is and is counted as a unit.
-- CUDA autocast applies its policy to meta tensors (step_count.MetaAutocast); pinned
-  memory is the tensor itself; torch.compile returns what it was given, and is noted.
+  or reducing anything (the step model adds their communication); nn.DataParallel is
+  the module it wraps, as at one GPU, and is noted (Emulation.data_parallel).
+  fully_shard (FSDP2) gives the module the class real FSDP2 gives it, FSDP<Class>
+  (FSDPModule, Class), without sharding: unshard, reshard, the prefetch and
+  gradient-sync settings change nothing but the parameters' dtype, and a
+  MixedPrecisionPolicy's param_dtype is what the unit's forward (and so its backward)
+  computes in, its parameters and inputs cast as FSDP2 casts them; each call is
+  counted as a unit, and the policy's dtypes noted.
+- CUDA autocast applies its policy to meta tensors (step_count.MetaAutocast), nested
+  regions as torch nests them (autocast(enabled=False) inside one turns it off), and
+  torch's autocast queries for "cuda" (is_autocast_enabled, get_autocast_dtype,
+  is_autocast_cache_enabled, get_autocast_gpu_dtype) answer its state: activation
+  checkpointing recomputes under the same autocast, as custom_fwd/custom_bwd do;
+  meta tensors have no RNG state for checkpointing to keep. Pinned memory is the
+  tensor itself; torch.compile returns what it was given, and is noted.
 
-A call that none of this covers fails as it would on a CPU-only torch; the probe names
-it (Emulation.unfollowed). Standard library and torch only.
+Not followed: FlexAttention, CUDA graphs, Triton kernels and custom CUDA extensions
+(nothing runs them on the meta device), data-dependent shapes (boolean-mask indexing,
+nonzero, unique: a meta tensor has no values to size them by), the CUDA RNG's state
+(torch.cuda.get_rng_state). A call that none of this covers fails as it would on a
+CPU-only torch; the probe names it (Emulation.unfollowed): the deepest line of the
+user's own project in the traceback. Standard library and torch only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import json
 import os
+import sysconfig
 import time
 import types
 from dataclasses import dataclass
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten, tree_map
 
 import step_count
 
+HERE = os.path.dirname(os.path.realpath(__file__))   # the calibration's own files
 CUDA = torch.device("cuda", 0)
 META = torch.device("meta")
 # Tensor methods that read a value off the device; on a meta tensor they read zeros.
@@ -81,6 +104,11 @@ def _is_cuda(device) -> bool:
     if isinstance(device, str):
         return device.split(":")[0] == "cuda"
     return isinstance(device, int) and not isinstance(device, bool)  # .to(0): device index 0
+
+
+def _is_cuda_type(device) -> bool:
+    """An autocast query's device type: "cuda", or none (the older forms' GPU)."""
+    return device is None or device == "cuda" or (isinstance(device, torch.device) and device.type == "cuda")
 
 
 def _on_meta(value) -> bool:
@@ -190,15 +218,20 @@ def _nothing():
 
 class Emulation:
     """What the script was told and did that the step model needs: whether it compiled,
-    the autocast dtype its steps ran under, FSDP's units."""
+    the autocast dtype its steps ran under, FSDP's units and mixed precision, whether
+    it used nn.DataParallel."""
 
     def __init__(self, card: Card) -> None:
         self.card = card
         self.compiled = False
-        self.autocast: str | None = None   # "bf16" or "fp16": CUDA autocast was entered
+        self.autocast: str | None = None   # "bf16" or "fp16": CUDA autocast (or FSDP2's param_dtype)
         self.fsdp_units = 0
         self.fsdp = None                    # "FSDP" or "FSDP2" where the model was sharded
+        self.fsdp_param_dtype: str | None = None    # FSDP2's MixedPrecisionPolicy: "bf16", "fp16", "fp32"
+        self.fsdp_reduce_dtype: str | None = None   # ... the dtype its gradients are reduced in
+        self.data_parallel = False          # nn.DataParallel wrapped a model (one GPU's worth here)
         self.mode = CudaOnMeta()
+        self.autocasts: list = []           # the CUDA autocast regions entered, innermost last
 
     # -- install
     def install(self) -> None:
@@ -206,13 +239,18 @@ class Emulation:
         self._accelerator()
         self._optimizers()
         self._autocast()
+        self._checkpointing()
+        self._serialization()
         self._distributed()
         self._compile()
         # DataParallel scatters each batch over the process's GPUs; at one GPU it is the module
-        _stand_in(torch.nn.DataParallel, "module")
+        _stand_in(torch.nn.DataParallel, "module", on_wrap=self._data_parallel)
         torch.Tensor.pin_memory = lambda self, device=None: self   # DataLoader's pinning thread
         torch.Tensor.is_pinned = lambda self, device=None: False
         self.mode.__enter__()   # for the whole process: the script runs inside it
+
+    def _data_parallel(self) -> None:
+        self.data_parallel = True
 
     def _cuda(self) -> None:
         cuda, card = torch.cuda, self.card
@@ -236,7 +274,11 @@ class Emulation:
             "Event": _Event, "Stream": _Stream, "current_stream": lambda device=None: _Stream(),
             "default_stream": lambda device=None: _Stream(),
             "stream": lambda stream=None: contextlib.nullcontext(),
-            "device": lambda device=None: contextlib.nullcontext(),
+            # torch.cuda.device (and device_of, _DeviceGuard) stay torch's classes: `with
+            # torch.cuda.device(0)`, isinstance(x, torch.cuda.device), torch.load's device
+            # check; the device they exchange is always the one there is
+            "_exchange_device": lambda device: -1 if device < 0 else 0,
+            "_maybe_exchange_device": lambda device: -1 if device < 0 else 0,
         }
         for name in ("set_device", "synchronize", "empty_cache", "init", "manual_seed", "manual_seed_all",
                      "seed", "seed_all", "reset_peak_memory_stats", "reset_max_memory_allocated",
@@ -286,7 +328,9 @@ class Emulation:
                     setattr(module, name, functools.partial(_with_meta, original))
 
     def _autocast(self) -> None:
-        """CUDA autocast on meta tensors: its policy as a function mode while it is on."""
+        """CUDA autocast on meta tensors: its policy as a function mode while it is on
+        (off inside a nested autocast(enabled=False)), and torch's autocast queries for
+        "cuda" answering the innermost region's state, as they answer on a GPU."""
         cls = torch.amp.autocast_mode.autocast
         init, enter, leave = cls.__init__, cls.__enter__, cls.__exit__
         emulation = self
@@ -305,8 +349,11 @@ class Emulation:
                 return enter(self)
             if self._enabled:
                 emulation.autocast = "bf16" if self.fast_dtype == torch.bfloat16 else "fp16"
-                self._gpubench_mode = step_count.MetaAutocast(self.fast_dtype)
-                self._gpubench_mode.__enter__()
+            # a disabled region is entered too: inside it, the regions around it cast nothing
+            self._gpubench_mode = step_count.MetaAutocast(self.fast_dtype if self._enabled else None,
+                                                          grad_only=False)
+            self._gpubench_mode.__enter__()
+            emulation.autocasts.append(self)
             return self
 
         @functools.wraps(leave)
@@ -314,11 +361,113 @@ class Emulation:
             if not getattr(self, "_gpubench_cuda", False):
                 return leave(self, *exc)
             mode, self._gpubench_mode = self._gpubench_mode, None
+            for i in range(len(emulation.autocasts) - 1, -1, -1):   # its own, innermost first
+                if emulation.autocasts[i] is self:
+                    del emulation.autocasts[i]
+                    break
             if mode is not None:
                 mode.__exit__(*exc)
             return False
 
         cls.__init__, cls.__enter__, cls.__exit__ = probed_init, probed_enter, probed_exit
+        self._autocast_queries()
+
+    def _autocast_queries(self) -> None:
+        """torch.is_autocast_enabled("cuda") and the like: the innermost emulated region's
+        state (torch's C state knows nothing of it). What torch.utils.checkpoint saves and
+        re-enters for its recomputation, custom_fwd for its backward."""
+        emulation = self
+        enabled, dtype_of = torch.is_autocast_enabled, torch.get_autocast_dtype
+        cache_enabled = torch.is_autocast_cache_enabled
+
+        def innermost():
+            return emulation.autocasts[-1] if emulation.autocasts else None
+
+        @functools.wraps(enabled)
+        def is_autocast_enabled(*args, **kwargs):
+            device = args[0] if args else kwargs.get("device_type", "cuda")
+            if _is_cuda_type(device):
+                region = innermost()
+                return bool(region is not None and region._enabled)
+            return enabled(*args, **kwargs)
+
+        @functools.wraps(dtype_of)
+        def get_autocast_dtype(*args, **kwargs):
+            device = args[0] if args else kwargs.get("device_type")
+            if _is_cuda_type(device):
+                region = innermost()
+                return region.fast_dtype if region is not None else torch.float16
+            return dtype_of(*args, **kwargs)
+
+        @functools.wraps(cache_enabled)
+        def is_autocast_cache_enabled():
+            region = innermost()
+            if region is not None and region._cache_enabled is not None:
+                return bool(region._cache_enabled)
+            return cache_enabled()
+
+        torch.is_autocast_enabled, torch.get_autocast_dtype = is_autocast_enabled, get_autocast_dtype
+        torch.is_autocast_cache_enabled = is_autocast_cache_enabled
+        if hasattr(torch, "get_autocast_gpu_dtype"):   # the older names, where this torch has them
+            torch.get_autocast_gpu_dtype = lambda: get_autocast_dtype("cuda")
+        if hasattr(torch, "is_autocast_gpu_enabled"):
+            torch.is_autocast_gpu_enabled = lambda: is_autocast_enabled("cuda")
+
+    def _checkpointing(self) -> None:
+        """torch.utils.checkpoint keeps the RNG state of each GPU its inputs are on, to
+        replay dropout in the recomputation: a meta tensor has none (its dropout draws
+        nothing), so it keeps the CPU's alone."""
+        try:
+            import torch.utils.checkpoint as checkpoint
+        except ImportError:
+            return
+        original = getattr(checkpoint, "get_device_states", None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def get_device_states(*args):
+            kept = [a for a in tree_flatten(args)[0] if not _on_meta(a)]
+            return original(*kept)
+
+        checkpoint.get_device_states = get_device_states
+
+    def _serialization(self) -> None:
+        """torch.load: a storage mapped to CUDA (map_location "cuda", "cuda:0",
+        torch.device("cuda"), or saved on a GPU and loaded as it was) goes to the meta
+        device, as every tensor put on cuda does. torch.save writes a meta tensor as torch
+        writes one (shape and dtype, no bytes); a module pickled (torch.save of a whole
+        model, copy.deepcopy) leaves out the hooks the calibration put on it."""
+        import torch.serialization as serialization
+
+        def to_meta(storage, location):
+            if isinstance(location, str) and location.split(":")[0] == "cuda":
+                return torch.UntypedStorage(storage.nbytes(), device=META)
+            return None
+
+        # before torch's own CUDA deserializer (20), after the CPU's (10)
+        if not any(entry[2] is to_meta for entry in serialization._package_registry):
+            serialization.register_package(19, lambda obj: None, to_meta)
+
+        reduce = torch.Tensor._reduce_ex_internal
+
+        @functools.wraps(reduce)
+        def reduce_ex_internal(tensor, proto):
+            """A meta tensor pickled as torch pickles one (its shape and dtype), not as
+            the CUDA tensor it says it is (whose bytes would be copied out)."""
+            if _on_meta(tensor):
+                with torch._C.DisableTorchFunction():
+                    return reduce(tensor, proto)
+            return reduce(tensor, proto)
+
+        torch.Tensor._reduce_ex_internal = reduce_ex_internal
+        getstate = torch.nn.Module.__getstate__
+
+        @functools.wraps(getstate)
+        def module_getstate(module):
+            return _without_our_hooks(getstate(module))
+
+        torch.nn.Module.__getstate__ = module_getstate
 
     def _distributed(self) -> None:
         import torch.distributed as dist
@@ -357,17 +506,66 @@ class Emulation:
             return
         # FSDP's .module is a property over the module it holds
         _stand_in(FullyShardedDataParallel, "_fsdp_wrapped_module", on_wrap=self._sharded("FSDP"))
-        shard = getattr(fsdp, "fully_shard", None)
-        if shard is not None:
-            def fully_shard(module, *args, **kwargs):
-                self._sharded("FSDP2")()
-                return module
-            fsdp.fully_shard = fully_shard
+        if getattr(fsdp, "fully_shard", None) is not None and getattr(fsdp, "FSDPModule", None) is not None:
+            self._fsdp2(fsdp)
+
+    def _fsdp2(self, fsdp) -> None:
+        """fully_shard as real FSDP2 applies it, less the sharding: the module's class
+        becomes FSDP<Class>(FSDPModule, Class), whose methods change nothing but the
+        parameters' dtype (_fsdp2_unit); its MixedPrecisionPolicy is kept on the module."""
+        emulation = self
+        classes: dict[type, type] = {}
+        methods = _fsdp2_unit()
+
+        def unit_class(cls: type) -> type:
+            if issubclass(cls, fsdp.FSDPModule):
+                return cls
+            if cls not in classes:
+                classes[cls] = type(f"FSDP{cls.__name__}", (fsdp.FSDPModule, cls), dict(methods))
+            return classes[cls]
+
+        def fully_shard(module, *args, mp_policy=None, **kwargs):
+            modules = list(module) if isinstance(module, (list, tuple)) else [module]
+            for one in modules:
+                one.__class__ = unit_class(type(one))
+                object.__setattr__(one, "_gpubench_mp", mp_policy)
+            emulation._sharded("FSDP2")()
+            emulation._mixed_precision(mp_policy)
+            return module
+
+        def register_fsdp_forward_method(module, method_name):
+            """Another method run as forward is: under the unit's param_dtype."""
+            if not isinstance(module, fsdp.FSDPModule):
+                return
+            method = getattr(module, method_name)
+
+            @functools.wraps(method)
+            def wrapped(*args, **kwargs):
+                return _unit_call(module, method, args, kwargs)
+            setattr(module, method_name, wrapped)
+
+        modules = [fsdp]
+        for name in ("torch.distributed._composable.fsdp", "torch.distributed._composable.fsdp.fully_shard",
+                     "torch.distributed.fsdp._fully_shard", "torch.distributed.fsdp._fully_shard._fully_shard"):
             try:
-                import torch.distributed._composable.fsdp as composable
-                composable.fully_shard = fully_shard
+                modules.append(importlib.import_module(name))
             except ImportError:
                 pass
+        for module in modules:
+            if hasattr(module, "fully_shard"):
+                module.fully_shard = fully_shard
+            if hasattr(module, "register_fsdp_forward_method"):
+                module.register_fsdp_forward_method = register_fsdp_forward_method
+
+    def _mixed_precision(self, policy) -> None:
+        param = getattr(policy, "param_dtype", None)
+        if param is None:
+            return
+        reduce = getattr(policy, "reduce_dtype", None) or param
+        self.fsdp_param_dtype = step_count.MATH.get(param, str(param))
+        self.fsdp_reduce_dtype = step_count.MATH.get(reduce, str(reduce))
+        if param in (torch.bfloat16, torch.float16):
+            self.autocast = "bf16" if param == torch.bfloat16 else "fp16"
 
     def _sharded(self, kind: str):
         def note() -> None:
@@ -399,15 +597,18 @@ class Emulation:
             self.mode.__enter__()
 
     def unfollowed(self, error: BaseException, script: str) -> str:
-        """One line: the script's own call that failed under the emulation (a call none
-        of it covers, or the script's own error), and why."""
+        """One line: the call that failed under the emulation (a call none of it covers, or
+        the script's own error), at the deepest line of the user's project in the
+        traceback (a file under the script's directory that is not an installed package,
+        the standard library or torch; the script's own line where there is none deeper),
+        and why."""
         import traceback
 
         frames = traceback.extract_tb(error.__traceback__)
-        mine = os.path.abspath(script)
+        project = _Project(script)
         at = None
         for i, frame in enumerate(frames):
-            if os.path.abspath(frame.filename) == mine:
+            if project.holds(frame.filename):
                 at = (frame, frames[i + 1] if i + 1 < len(frames) else None)
         words = " ".join(f"{type(error).__name__}: {error}".split())[:240]
         if at is None:
@@ -415,8 +616,157 @@ class Emulation:
         frame, callee = at
         call = (frame.line or "").strip()[:120]
         inner = f" (in {os.path.basename(callee.filename)}, {callee.name})" if callee else ""
-        return (f"stopped under CUDA's emulation on this machine's CPU at {os.path.basename(script)} "
+        return (f"stopped under CUDA's emulation on this machine's CPU at {project.name(frame.filename)} "
                 f"line {frame.lineno}: `{call}`{inner}: {words}")
+
+
+class _Project:
+    """The user's files: the script, and those under its directory that are not an
+    installed package (site-packages, dist-packages), the standard library, torch, or
+    the calibration's own (this directory)."""
+
+    def __init__(self, script: str) -> None:
+        self.script = os.path.realpath(script)
+        self.home = os.path.dirname(self.script)
+        self.outside = [os.path.realpath(p) for p in
+                        {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+                        | {os.path.dirname(torch.__file__), HERE} if p]
+
+    def holds(self, filename: str) -> bool:
+        if not filename or filename.startswith("<"):   # <frozen runpy>, <string>
+            return False
+        path = os.path.realpath(filename)
+        if path == self.script:
+            return True
+        if not _under(path, self.home) or any(_under(path, out) for out in self.outside if out != self.home):
+            return False
+        parts = path.split(os.sep)
+        return "site-packages" not in parts and "dist-packages" not in parts
+
+    def name(self, filename: str) -> str:
+        path = os.path.realpath(filename)
+        return os.path.basename(path) if path == self.script else os.path.relpath(path, self.home)
+
+
+def _under(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:   # another drive
+        return False
+
+
+# -- FSDP2's unit (FSDP<Class>'s own methods): no sharding, its mixed precision
+def _unit_params(unit) -> list:
+    """(module, name) of each parameter the unit manages: those of its modules that are
+    not under a nested unit (FSDP2's managed modules)."""
+    from torch.distributed.fsdp import FSDPModule
+
+    found, seen, stack = [], set(), [unit]
+    while stack:
+        module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        for name, p in module._parameters.items():
+            if p is not None:
+                found.append((module, name))
+        stack.extend(c for c in module.children() if c is not None and not isinstance(c, FSDPModule))
+    return found
+
+
+def _param_dtype(unit):
+    return getattr(unit.__dict__.get("_gpubench_mp"), "param_dtype", None)
+
+
+def _unit_unshard(self, async_op: bool = False):
+    """The unit's parameters in its param_dtype, registered on its modules (what FSDP2's
+    all-gather makes: no sharding here, the cast alone); a handle whose wait() does
+    nothing where async_op."""
+    dtype = _param_dtype(self)
+    if dtype is not None and "_gpubench_unsharded" not in self.__dict__:
+        cast, swapped = {}, []
+        for module, name in _unit_params(self):
+            p = module._parameters[name]
+            if not p.is_floating_point() or p.dtype == dtype:
+                continue
+            if id(p) not in cast:
+                cast[id(p)] = p.to(dtype)
+            module._parameters[name] = cast[id(p)]
+            swapped.append((module, name, p))
+        object.__setattr__(self, "_gpubench_unsharded", swapped)
+    if async_op:
+        from torch.distributed.fsdp import UnshardHandle
+        return UnshardHandle()
+    return None
+
+
+def _unit_reshard(self) -> None:
+    """The unit's own parameters registered again (FSDP2's sharded ones)."""
+    swapped = self.__dict__.pop("_gpubench_unsharded", None)
+    for module, name, p in reversed(swapped or ()):
+        module._parameters[name] = p
+
+
+def _unit_call(unit, function, args, kwargs):
+    """A forward of the unit as FSDP2 runs it: its floating inputs cast to param_dtype
+    (cast_forward_inputs), its parameters unsharded in param_dtype, resharded after, its
+    floating outputs cast to output_dtype."""
+    policy = unit.__dict__.get("_gpubench_mp")
+    dtype = getattr(policy, "param_dtype", None)
+    if dtype is None:
+        return function(*args, **kwargs)
+    if getattr(policy, "cast_forward_inputs", True):
+        args, kwargs = tree_map(functools.partial(_cast_floating, dtype), (args, kwargs))
+    swapped = unit.__dict__.get("_gpubench_unsharded")
+    if swapped and torch.is_grad_enabled() and any(
+            p.requires_grad and not module._parameters[name].requires_grad for module, name, p in swapped):
+        _unit_reshard(unit)   # unsharded without gradients (under no_grad): again, with them
+    _unit_unshard(unit)
+    try:
+        out = function(*args, **kwargs)
+    finally:
+        _unit_reshard(unit)
+    output = getattr(policy, "output_dtype", None)
+    return tree_map(functools.partial(_cast_floating, output), out) if output is not None else out
+
+
+def _cast_floating(dtype, value):
+    if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype:
+        return value.to(dtype)
+    return value
+
+
+def _unit_forward(self, *args, **kwargs):
+    from torch.distributed.fsdp import FSDPModule
+
+    return _unit_call(self, super(FSDPModule, self).forward, args, kwargs)
+
+
+def _unit_apply(self, *args, **kwargs):
+    """to(), to_empty(), cuda(): on the registered (sharded) parameters, as FSDP2's."""
+    from torch.distributed.fsdp import FSDPModule
+
+    _unit_reshard(self)
+    return super(FSDPModule, self)._apply(*args, **kwargs)
+
+
+def _unit_deepcopy(self, memo=None):
+    raise AssertionError("FSDP does not support deepcopy. Please use state dict for serialization.")
+
+
+def _fsdp2_unit() -> dict:
+    """FSDP<Class>'s own methods: every FSDPModule method that would reach FSDP's state
+    does nothing (the prefetch, gradient-sync, reshard and reduce settings), save
+    unshard and reshard (the param_dtype's cast), forward and _apply."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return {}
+    methods = {name: _nothing() for name, value in vars(FSDPModule).items()
+               if callable(value) and not name.startswith("__") and name not in ("_get_fsdp_state",)}
+    methods.update(unshard=_unit_unshard, reshard=_unit_reshard, forward=_unit_forward, _apply=_unit_apply,
+                   __deepcopy__=_unit_deepcopy)
+    return methods
 
 
 def _with_meta(original) -> list[str]:
@@ -440,7 +790,52 @@ def _stand_in(cls, holds: str, on_wrap=None) -> None:
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
 
+    def getstate(self):   # DDP's own drops the reducer it never made here
+        state = torch.nn.Module.__getstate__(self)
+        state.pop("process_group", None)
+        return state
+
+    def setstate(self, state):
+        torch.nn.Module.__setstate__(self, state)
+        self.__dict__.setdefault("process_group", None)
+
     cls.__init__, cls.forward = init, forward
+    cls.__getstate__, cls.__setstate__ = getstate, setstate
+
+
+# A module's hook dictionaries, each with those keyed by the same handles' ids.
+HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+         "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+         "_load_state_dict_post_hooks")
+HOOK_FLAGS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+
+
+def _ours(hook) -> bool:
+    """A hook the calibration put on a module (the probe's, the emulation's): its code
+    is in this directory."""
+    function = getattr(hook, "__func__", hook)
+    function = getattr(function, "func", function)   # functools.partial
+    code = getattr(function, "__code__", None)
+    return code is not None and os.path.dirname(os.path.realpath(code.co_filename)) == HERE
+
+
+def _without_our_hooks(state):
+    """A module's pickled state (its __dict__) without the calibration's hooks: they
+    belong to this process, and their classes to no module a reader has."""
+    if not isinstance(state, dict):
+        return state
+    dropped = set()
+    for name in HOOKS:
+        hooks = state.get(name)
+        if isinstance(hooks, dict) and any(_ours(h) for h in hooks.values()):
+            kept = type(hooks)((k, h) for k, h in hooks.items() if not _ours(h))
+            dropped |= set(hooks) - set(kept)
+            state = {**state, name: kept}
+    for name in HOOK_FLAGS if dropped else ():
+        flags = state.get(name)
+        if isinstance(flags, dict):
+            state = {**state, name: type(flags)((k, v) for k, v in flags.items() if k not in dropped)}
+    return state
 
 
 def install(card: Card) -> Emulation:

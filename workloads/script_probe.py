@@ -18,12 +18,16 @@ or took no training step.
 
 A training step ends at each optimizer step (of the first optimizer that steps:
 torch's global step hook), or, in a script with no optimizer step, at the end of
-each backward pass through a model wrapped in DDP or FSDP. Its samples are dim 0
-of the inputs of the model's forward calls with gradients on since the step
-before (every micro-batch of a gradient accumulation); integer (batch, length)
+each backward pass through a model wrapped in DDP or FSDP. Its samples are the
+batches drawn from a DataLoader with gradients on since the step before, where a
+DataLoader fed it (a GAN's discriminator runs three times on one batch: one batch);
+else dim 0 of the inputs of the model's forward calls with gradients on since the
+step before (every micro-batch of a gradient accumulation), dim 1 for a time-major
+model (an RNN without batch_first: (sequence, batch)); integer (batch, length)
 inputs also count their tokens. The model is the first module whose forward runs
 with gradients on (the outermost: DDP's, FSDP's, the one Accelerate or Lightning
-prepared). On a GPU the device is synchronised at each step's end so that the
+prepared). The probe's hooks on it are left out of the model when it is pickled (torch.save
+of the whole model, copy.deepcopy). On a GPU the device is synchronised at each step's end so that the
 clock reads the step's work. Each process reports its own steps; the figures of
 the steady state (after a warm-up of max(2, a tenth) of the steps) are its
 median step time, spread and samples per step; gpubench sums the processes.
@@ -39,8 +43,12 @@ from the end of the script's first optimizer step to the end of its second is co
 on the meta device (step_count.py: FLOPs, bytes, kernels and views, peak live memory),
 with the step's samples and tokens, the gradient bytes and parameters of its model, its
 optimizer, its autocast dtype, whether it compiled, and, where a DataLoader shows it, the
-samples of an epoch; after N optimizer steps it writes the probe line with a
-"calibration" object and ends the process (exit status 0) without finishing the script.
+samples of an epoch; after N optimizer steps (backward passes, in a script that makes
+no optimizer) it writes the probe line with a "calibration" object and ends the process
+(exit status 0) without finishing the script. With GPUBENCH_CALIBRATE_WORLD=GPUS,NODES
+the script runs as rank 0 of that world: torchrun's variables say so, the emulated card
+counts the node's GPUs and the fake process group has the world's size, so a script
+that checks its GPUs or divides its work by the world does what it would do there.
 A script that fails under the emulation has its failing line named ("unfollowed").
 Without the variable none of this is installed.
 
@@ -65,6 +73,7 @@ import weakref
 
 PREFIX = "GPUBENCH_PROBE "
 CALIBRATE_ENV = "GPUBENCH_CALIBRATE_STEPS"
+WORLD_ENV = "GPUBENCH_CALIBRATE_WORLD"  # "GPUS,NODES": the world a calibration's one process is rank 0 of
 EMULATE_ENV = "GPUBENCH_EMULATE_CUDA"  # the card a calibration tells the script of (cuda_emulation.Card)
 FLOP_STEP = 2  # the optimizer step counted: the first makes the optimizer's states and warms up
 # After the counted step the feeding DataLoader's batches are fetched, with nothing counting,
@@ -213,6 +222,8 @@ class _Steps:
         self.back_samples: list[int] = []
         self.back_tokens: list[int] = []
         self.back_pending = [0, 0]
+        self.loaded = [0, 0]  # samples and tokens of the DataLoader batches drawn since the last step
+        self.time_major = False  # the model reads (sequence, batch): an RNN without batch_first
         self.backwards = 0
         self.cuda = False  # CUDA is in use: synchronise before reading the clock
         self.dataset = None  # length of the dataset of the DataLoader iterated last
@@ -240,7 +251,8 @@ class _Steps:
                 hook.remove()
             self.hooks = []
             self.first_work = time.perf_counter()
-            model.register_forward_pre_hook(self._forward, with_kwargs=True)
+            self.time_major = _time_major(torch, model)
+            _hooked.append((model, model.register_forward_pre_hook(self._forward, with_kwargs=True)))
             self._count(args, {})
             if _calibration is not None:
                 _calibration.on_model(model)
@@ -257,11 +269,31 @@ class _Steps:
         return None
 
     def _count(self, args, kwargs) -> None:
-        samples, tokens = _inputs_of(self.torch, args, kwargs)
+        samples, tokens = _inputs_of(self.torch, args, kwargs, self.time_major)
         self.pending[0] += samples
         self.pending[1] += tokens
         self.back_pending[0] += samples
         self.back_pending[1] += tokens
+
+    def on_batch(self, batch) -> None:
+        """A batch drawn from a DataLoader with gradients on: the step's data. A step's
+        samples are its batches' where a DataLoader fed it (a GAN's discriminator runs on
+        one batch three times), else its forward calls' (nanoGPT's micro-batches)."""
+        try:
+            torch = self.torch or sys.modules["torch"]
+            if not torch.is_grad_enabled():   # an evaluation's batches are no step's
+                return
+            samples, tokens = _inputs_of(torch, (batch,), {}, self.time_major)
+            self.loaded[0] += samples
+            self.loaded[1] += tokens
+        except Exception:
+            pass
+
+    def _take(self, pending: list) -> tuple:
+        """(samples, tokens) of the step ending now, the counts started afresh."""
+        taken = tuple(self.loaded) if self.loaded[0] else tuple(pending)
+        self.loaded = [0, 0]
+        return taken
 
     # -- the ends of steps
     def _now(self) -> float:
@@ -283,8 +315,9 @@ class _Steps:
             elif self.optimizer != id(optimizer):
                 return
             self.ends.append(self._now())
-            self.samples.append(self.pending[0])
-            self.tokens.append(self.pending[1])
+            samples, tokens = self._take(self.pending)
+            self.samples.append(samples)
+            self.tokens.append(tokens)
             self.pending = [0, 0]
         except Exception:
             return
@@ -297,8 +330,9 @@ class _Steps:
             if self.optimizer is not None or self.model is None:
                 return
             self.back_ends.append(self._now())
-            self.back_samples.append(self.back_pending[0])
-            self.back_tokens.append(self.back_pending[1])
+            samples, tokens = self._take(self.back_pending)
+            self.back_samples.append(samples)
+            self.back_tokens.append(tokens)
             self.back_pending = [0, 0]
             if self.epoch_samples is None:
                 self.epoch_samples = self.dataset
@@ -364,10 +398,20 @@ def _percentile(ordered: list, q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
-def _inputs_of(torch, args, kwargs) -> tuple:
+def _time_major(torch, model) -> bool:
+    """Whether the model reads its inputs as (sequence, batch, ...): it holds an RNN, LSTM
+    or GRU without batch_first (pytorch/examples' word_language_model)."""
+    rnn = getattr(torch.nn.modules, "rnn", None)
+    base = getattr(rnn, "RNNBase", None)
+    if base is None:
+        return False
+    return any(isinstance(m, base) and not m.batch_first for m in model.modules())
+
+
+def _inputs_of(torch, args, kwargs, time_major: bool = False) -> tuple:
     """(samples, tokens) of one forward call: dim 0 of its first tensor (one level into
-    a dict, list or tuple: model(**batch), Lightning's (batch, index)); tokens where
-    that tensor is integer (batch, length): token ids."""
+    a dict, list or tuple: model(**batch), Lightning's (batch, index)), dim 1 where the
+    model is time-major; tokens where that tensor is integer (batch, length): token ids."""
     for value in (*args, *kwargs.values()):
         if isinstance(value, dict):
             candidates = value.values()
@@ -380,11 +424,13 @@ def _inputs_of(torch, args, kwargs) -> tuple:
                 shape = candidate.shape
                 integer = not candidate.is_floating_point() and not candidate.is_complex()
                 tokens = shape[0] * shape[1] if integer and len(shape) == 2 else 0
-                return int(shape[0]), int(tokens)
+                batch = shape[1] if time_major and len(shape) >= 2 else shape[0]
+                return int(batch), int(tokens)
     return 0, 0
 
 
 _steps = _Steps()
+_hooked: list = []  # (model, handle) of the probe's hooks on a script's models
 
 
 def _patch_optimizer(module) -> None:
@@ -416,6 +462,43 @@ def _patch_loader(module) -> None:
 
     probed_iter.__gpubench_probe__ = True
     loader.__iter__ = probed_iter
+    base = getattr(module, "_BaseDataLoaderIter", None)
+    if base is not None:
+        take = base.__next__
+
+        @functools.wraps(take)
+        def probed_next(self):
+            batch = take(self)
+            _steps.on_batch(batch)
+            return batch
+
+        base.__next__ = probed_next
+
+
+def _patch_getstate(module) -> None:
+    """A model pickled (torch.save of the whole model, copy.deepcopy) leaves out the probe's
+    hooks on it: they belong to this process, and their class to no module a reader has."""
+    cls = getattr(module, "Module", None)
+    if cls is None or getattr(cls.__dict__.get("__getstate__"), "__gpubench_probe__", False):
+        return
+    original = cls.__dict__.get("__getstate__")
+
+    def probed_getstate(self):
+        state = original(self) if original is not None else self.__dict__.copy()
+        ours = {handle.id for model, handle in _hooked if model is self}
+        if ours and isinstance(state, dict):
+            state = dict(state)
+            for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs"):
+                hooks = state.get(name)
+                if isinstance(hooks, dict) and ours & set(hooks):
+                    kept = type(hooks)() if not hasattr(hooks, "copy") else hooks.copy()
+                    for key in ours:
+                        kept.pop(key, None)
+                    state[name] = kept
+        return state
+
+    probed_getstate.__gpubench_probe__ = True
+    cls.__getstate__ = probed_getstate
 
 
 # Each probe goes in when the script's own imports load the module it watches: a
@@ -428,7 +511,7 @@ PATCHES = {
     "torch.distributed.fsdp": _patch_fsdp,
     "torch.distributed._composable.fsdp": _patch_fully_shard,
     "torch.distributed.device_mesh": _patch_mesh,
-    "torch.nn.modules.module": _steps.install_finder,
+    "torch.nn.modules.module": lambda module: (_steps.install_finder(module), _patch_getstate(module)),
     "torch.optim.optimizer": _patch_optimizer,
     "torch.autograd": _patch_backward,
     "torch.utils.data.dataloader": _patch_loader,
@@ -574,6 +657,7 @@ class _Calibration:
         self.emulation = None
         self.models: list = []  # every model wrapped, for the parameters
         self.optimizer_steps = 0
+        self.backward_steps = 0  # a script without an optimizer: its backward passes
         self.counter = None  # StepCounter while it counts
         self.count_started = 0.0
         self.counted = None  # what it counted, once the step is over
@@ -593,7 +677,14 @@ class _Calibration:
         return cls(max(steps, FLOP_STEP)) if steps > 0 else None
 
     def start(self) -> None:
-        """CUDA's emulation, before the script imports anything."""
+        """CUDA's emulation, before the script imports anything, as rank 0 of the world
+        asked: the script sees its node's devices and torchrun's variables of that world,
+        and its process group (torch's fake one) has that size."""
+        world, nodes = _world_asked(os.environ.get(WORLD_ENV))
+        per_node = max(world // nodes, 1)
+        os.environ.update({"WORLD_SIZE": str(world), "RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0",
+                           "LOCAL_WORLD_SIZE": str(per_node), "ROLE_RANK": "0", "ROLE_WORLD_SIZE": str(world),
+                           "GROUP_WORLD_SIZE": str(nodes)})
         sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
         import cuda_emulation
 
@@ -606,7 +697,8 @@ class _Calibration:
 
         register_optimizer_step_pre_hook(self._before_optimizer)
         register_optimizer_step_post_hook(self._after_optimizer)
-        torch.autograd.backward = _before(torch.autograd.backward, lambda: self._phase("backward"))
+        torch.autograd.backward = _after(_before(torch.autograd.backward, lambda: self._phase("backward")),
+                                         self._after_backward)
 
     def watch(self, model) -> None:
         try:
@@ -624,10 +716,13 @@ class _Calibration:
     def on_model(self, model) -> None:
         """The module whose forward calls with gradients are the script's (_Steps found it)."""
         try:
-            model.register_forward_pre_hook(lambda module, args: self._phase("forward"))
+            _hooked.append((model, model.register_forward_pre_hook(self._on_forward)))
             self._phase("forward")
         except Exception:
             pass
+
+    def _on_forward(self, module, args) -> None:
+        self._phase("forward")
 
     def _phase(self, phase: str) -> None:
         if self.counter is not None:
@@ -643,15 +738,29 @@ class _Calibration:
             if _steps.optimizer != id(optimizer):
                 return
             self.optimizer_steps += 1
-            if self.optimizer_steps == self.steps - 1:
-                self._start_counting()
-            elif self.optimizer_steps == self.steps:
-                self._stop_counting()
-                self._time_loader()
-                self._finish()
-            self._phase("data")
+            self._step_ended(self.optimizer_steps)
         except Exception:
             pass
+
+    def _after_backward(self) -> None:
+        """A script that makes no optimizer (a hand-written update of its parameters):
+        its step ends with each backward pass, as a measured run's does (_steps)."""
+        try:
+            if self.optimizers or _steps.optimizer is not None or _steps.model is None:
+                return
+            self.backward_steps += 1
+            self._step_ended(self.backward_steps)
+        except Exception:
+            pass
+
+    def _step_ended(self, taken: int) -> None:
+        if taken == self.steps - 1:
+            self._start_counting()
+        elif taken == self.steps:
+            self._stop_counting()
+            self._time_loader()
+            self._finish()
+        self._phase("data")
 
     def _start_counting(self) -> None:
         import gc
@@ -689,8 +798,8 @@ class _Calibration:
             rows[key] = rows.get(key, 0) + 1
         self.counted = {"ops": [[p, n, k, c, f, b, m] for (p, n, k, m, f, b), c in rows.items()],
                         "peak_bytes": counter.peak_bytes, "held_bytes": counter.start_bytes,
-                        "samples": _steps.samples[-1] if _steps.samples else None,
-                        "tokens": _steps.tokens[-1] if _steps.tokens else None}
+                        "samples": _last(_steps.samples or _steps.back_samples),
+                        "tokens": _last(_steps.tokens or _steps.back_tokens)}
 
     def _time_loader(self) -> None:
         """One core's time for a batch of the DataLoader iterated last (the one feeding the
@@ -812,11 +921,29 @@ class _Calibration:
         return {"step": self.counted, "grad_bytes": grad_bytes, "params": params,
                 "epoch_samples": self.datasets["feeding"] or self.datasets["largest"],
                 "optimizer": self.optimizers[0] if self.optimizers else None,
-                "steps_seen": self.optimizer_steps, "steps_asked": self.steps,
+                "steps_seen": self.optimizer_steps or self.backward_steps, "steps_asked": self.steps,
+                "step_kind": "backward" if self.backward_steps and not self.optimizer_steps else "optimizer",
+                "world": int(os.environ.get("WORLD_SIZE", "1") or 1),
+                "nodes": _world_asked(os.environ.get(WORLD_ENV))[1],
+                "data_parallel": bool(getattr(e, "data_parallel", False)),
+                "fsdp_param_dtype": getattr(e, "fsdp_param_dtype", None),
                 "card": e.card.name if e else None, "compiled": bool(e and e.compiled),
                 "autocast": e.autocast if e else None, "fsdp": e.fsdp if e else None,
                 "fsdp_units": e.fsdp_units if e else 0, "loader": self.loader,
                 "count_seconds": self.count_seconds, "unfollowed": self.unfollowed}
+
+
+def _last(values: list):
+    return values[-1] if values else None
+
+
+def _world_asked(text: str | None) -> tuple[int, int]:
+    """(GPUs, nodes) of WORLD_ENV's "GPUS,NODES"; (1, 1) where it says nothing usable."""
+    try:
+        world, nodes = (int(x) for x in (text or "").split(","))
+    except ValueError:
+        return 1, 1
+    return (world, nodes) if world >= 1 and nodes >= 1 and world % nodes == 0 else (1, 1)
 
 
 def _length(loader):

@@ -10,8 +10,8 @@ switches). The tensors alive between operations are tracked, so the step's peak 
 allocated bytes is counted too: what torch.cuda.max_memory_allocated reports on a GPU.
 
 MetaAutocast applies CUDA autocast's policy to meta tensors (torch.autocast does
-nothing for them), and picks the attention kernel a GPU of compute capability 8.0 or
-newer would.
+nothing for them), nested regions as torch nests them, and picks the attention kernel
+a GPU of compute capability 8.0 or newer would.
 
 Standard library and torch only, like the rest of the suite.
 """
@@ -48,39 +48,65 @@ def _autocast_policy():
 
 
 class MetaAutocast(TorchFunctionMode):
-    """CUDA autocast's policy for meta tensors, and the attention kernel a GPU picks."""
+    """CUDA autocast's policy for meta tensors, and the attention kernel a GPU picks.
+    Regions nest as torch's do: the innermost entered rules (one of dtype None, a
+    region entered with autocast(enabled=False), casts nothing, whatever is around it)."""
 
-    def __init__(self, dtype: torch.dtype | None) -> None:
+    entered: list["MetaAutocast"] = []   # the regions entered, innermost last
+
+    def __init__(self, dtype: torch.dtype | None, grad_only: bool = True) -> None:
         super().__init__()
         self.dtype = dtype
+        # casts only where gradients are on (a training step's forward, as the suite's
+        # steps count it); torch's autocast casts under no_grad too (grad_only=False)
+        self.grad_only = grad_only
         self.lower, self.fp32 = _autocast_policy()
         self.cache: dict[int, torch.Tensor] = {}
+
+    def __enter__(self):
+        MetaAutocast.entered.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        entered = MetaAutocast.entered
+        for i in range(len(entered) - 1, -1, -1):
+            if entered[i] is self:
+                del entered[i]
+                break
+        return super().__exit__(*exc)
+
+    def _ruling(self) -> "MetaAutocast":
+        """The innermost region entered: its dtype and cache are the ones in force (each
+        region is a mode of its own, and every one of them sees each call)."""
+        return MetaAutocast.entered[-1] if MetaAutocast.entered else self
 
     def _cast(self, value, dtype):
         if not (isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype):
             return value
         if value.is_leaf and value.requires_grad:  # autocast's cache: one cast a forward
-            key = id(value)
-            if key not in self.cache:
-                self.cache[key] = value.to(dtype)
-            return self.cache[key]
+            cache, key = self._ruling().cache, id(value)
+            if key not in cache:
+                cache[key] = value.to(dtype)
+            return cache[key]
         return value.to(dtype)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        ruling = self._ruling()
+        dtype = ruling.dtype
         if func is F.scaled_dot_product_attention:
-            return self._attention(*args, **kwargs)
-        if self.dtype is not None and torch.is_grad_enabled():
+            return self._attention(dtype, *args, **kwargs)
+        if dtype is not None and (not ruling.grad_only or torch.is_grad_enabled()):
             if func in self.lower:
-                args = tuple(self._cast(a, self.dtype) for a in args)
-                kwargs = {k: self._cast(v, self.dtype) for k, v in kwargs.items()}
+                args = tuple(self._cast(a, dtype) for a in args)
+                kwargs = {k: self._cast(v, dtype) for k, v in kwargs.items()}
             elif func in self.fp32:
                 args = tuple(self._cast(a, torch.float32) for a in args)
         return func(*args, **kwargs)
 
-    def _attention(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
-        if self.dtype is not None:
-            q, k, v = (self._cast(t, self.dtype) for t in (q, k, v))
+    def _attention(self, dtype, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
+        if dtype is not None:
+            q, k, v = (self._cast(t, dtype) for t in (q, k, v))
         if not q.is_meta:  # a CPU tensor here: the step runs where it was put
             return F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale=scale)
         if attn_mask is None and q.dtype in (torch.bfloat16, torch.float16) and q.shape[-1] <= 256:

@@ -163,14 +163,16 @@ def left_out_lines(predictions) -> list[str]:
     return lines
 
 
-def subject_of(workload: str, args: tuple, records: list[dict], suite_subject):
+def subject_of(workload: str, args: tuple, records: list[dict], suite_subject, gpus: int = 1, nodes: int = 1):
+    """The workload's Subject; a user's script calibrated as rank 0 of `gpus` GPUs over
+    `nodes` machines (the count it is predicted at: it may divide its work by the world)."""
     from gpubench import suite
 
     ref = suite.resolve(workload, None)
     if not ref.in_suite:
         from gpubench.predict.calibrate import script_subject
 
-        return script_subject(ref, args, records)
+        return script_subject(ref, args, records, gpus=gpus, nodes=nodes)
     suite.check_args(ref, list(args))
     return suite_subject(ref.name, args, records)
 

@@ -37,7 +37,7 @@ def predict(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpu: O
     records, warnings = records_for_prediction(results)
     for line in warnings:
         err(line)
-    subject = subject_of(workload, tuple(workload_args or ()), records, suite_subject)
+    subject = subject_of(workload, tuple(workload_args or ()), records, suite_subject, gpus, nodes)
     answer = verdict(subject, spec, gpus, nodes, records)
     if fmt == "json":
         out(json.dumps([answer], indent=2))

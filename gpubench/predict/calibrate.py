@@ -41,7 +41,7 @@ from gpubench.predict.memory import OPTIMIZER_BYTES, ModelShape
 from gpubench.predict.model import MEASURED, Figure
 from gpubench.predict.workload_profiles import WorkloadProfile
 from gpubench.suite import WorkloadRef
-from gpubench.workloads.script_probe import CALIBRATE_ENV, FLOP_STEP, PREFIX
+from gpubench.workloads.script_probe import CALIBRATE_ENV, EMULATE_ENV, FLOP_STEP, PREFIX, WORLD_ENV
 
 STEPS = FLOP_STEP         # optimizer steps the calibration run takes: the second is counted
 TIME_LIMIT_S = 300.0      # torch's import and the script's own start included
@@ -49,7 +49,8 @@ CACHE_FILE = "calibrations.json"
 # What a calibration counts: raised when the probe reads more of a step or reads it
 # otherwise (2: its DataLoader timed; 3: as one core's fetch of a batch), so that one kept by
 # an earlier probe is counted afresh rather than read short.
-COUNTED = 3
+COUNTED = 4   # 4: a step's samples are its DataLoader's batches where one fed it
+TIMEOUT_ENV = "GPUBENCH_CALIBRATION_TIMEOUT"   # seconds; TIME_LIMIT_S where unset
 
 
 class CalibrationError(UsageError):
@@ -80,6 +81,10 @@ class Calibration:
     # seconds to make a batch on this machine (fetched in the probe's process, one thread)
     loader_workers: int | None = None
     loader_batch_s: float | None = None
+    world: int = 1                   # the GPUs of the world it ran as rank 0 of (its node's: world // nodes)
+    nodes: int = 1
+    step_kind: str = "optimizer"     # "backward": no optimizer; its backward passes ended its steps
+    data_parallel: bool = False      # it wrapped its model in nn.DataParallel
 
     @property
     def work(self) -> int:
@@ -121,22 +126,24 @@ def step_config(name: str, cal: Calibration) -> ops.Config:
     rows = tuple(ops.OpRow(str(p), str(o), k == "kernel", int(n), (float(f), 0.0), (float(b), 0.0), str(m))
                  for p, o, k, n, f, b, m in cal.ops if not (in_loader and p == "data" and k == "host"))
     # the activations grow with the batch, the held state does not
-    profile = ops.StepProfile(f"{name} (counted)", rows, (float(cal.held_bytes), cal.activation_bytes / cal.samples),
+    rank = f" as rank 0 of {cal.world} GPUs" if cal.world > 1 else ""
+    profile = ops.StepProfile(f"{name} (counted{rank})", rows, (float(cal.held_bytes), cal.activation_bytes / cal.samples),
                               float(cal.held_bytes), cal.work // cal.samples, cal.params)
     return ops.Config(name, profile.key, cal.samples, cal.precision, cal.compiled, cal.fsdp_units,
                       counted=profile, loader_s=cal.loader_s, loader_overlaps=bool(cal.loader_workers))
 
 
 def script_subject(ref: WorkloadRef, args: tuple, records: list[dict],
-                   say: Callable[[str], None] | None = None) -> Subject:
-    """The Subject of a user's script at `args`, from its calibration (kept, or run now).
-    `records` are not read here: those of the same script on a GPU give measured
-    predictions (predict.basis) whatever the calibration says."""
+                   say: Callable[[str], None] | None = None, gpus: int = 1, nodes: int = 1) -> Subject:
+    """The Subject of a user's script at `args` on `gpus` GPUs over `nodes` machines, from
+    its calibration as rank 0 of that world (kept, or run now). `records` are not read
+    here: those of the same script on a GPU give measured predictions (predict.basis)
+    whatever the calibration says."""
     say = say or _stderr
-    cal = calibration_for(ref, tuple(args), say)
+    cal = calibration_for(ref, tuple(args), say, (gpus, nodes))
     flops = sum(r[3] * r[4] for r in cal.ops if r[0] != "optimizer")
     source = (f"counted on the meta device over one training step of a calibration run on this "
-              f"machine's CPU, CUDA emulated, {cal.date}")
+              f"machine's CPU, CUDA emulated, {cal.date}" + _world_said(cal))
     profile = WorkloadProfile(
         workload=ref.name, args=tuple(args), flops_per_sample=flops / cal.work, unit=cal.unit,
         params=cal.params, grad_bytes=cal.grad_bytes, epoch_samples=cal.epoch_samples,
@@ -164,15 +171,25 @@ def memory_of(cal: Calibration) -> dict:
     return out
 
 
-def calibration_for(ref: WorkloadRef, args: tuple, say: Callable[[str], None]) -> Calibration:
-    key = cache_key(ref, args)
+def _world_said(cal: Calibration) -> str:
+    if cal.world <= 1:
+        return ""
+    where = f"{cal.world // cal.nodes} on its node" + (f", {cal.nodes} nodes" if cal.nodes > 1 else "")
+    return (f", as rank 0 of {cal.world} GPUs ({where}): what the script does on rank 0 alone "
+            "(logging, evaluation, checkpoints) is in the step counted")
+
+
+def calibration_for(ref: WorkloadRef, args: tuple, say: Callable[[str], None],
+                    world: tuple[int, int] = (1, 1)) -> Calibration:
+    key = cache_key(ref, args, world)
     kept = cached(key) if key else None
     if kept is not None:
         say(f"calibration: reused from {kept.date}")
         return kept
-    say(f"calibration: running {ref.name} for {STEPS} optimizer steps on this machine's CPU, CUDA "
+    rank = f" as rank 0 of {world[0]} GPUs" if world[0] > 1 else ""
+    say(f"calibration: running {ref.name} for {STEPS} training steps{rank} on this machine's CPU, CUDA "
         "emulated (once per version of the script)")
-    cal = run_calibration(ref, args)
+    cal = run_calibration(ref, args, world)
     say(f"calibration: {cal.kernels:,} kernels and {say_flops(cal.flops_per_step)} a step of "
         f"{cal.samples:,} samples{f' ({cal.tokens:,} tokens)' if cal.tokens else ''}, "
         f"{size(cal.grad_bytes)} of gradients{_loader_said(cal)} ({cal.seconds:.0f} s)")
@@ -193,35 +210,59 @@ def _loader_said(cal: Calibration) -> str:
 # --------------------------------------------------------------------------- the run
 class _CalibrationLauncher(LocalLauncher):
     """The local launcher on the CPU, with the probe told to calibrate under CUDA's
-    emulation, and any real GPU hidden (the count is the same anywhere)."""
+    emulation as rank 0 of `world` (GPUs, nodes), and any real GPU hidden."""
 
-    def __init__(self) -> None:
+    def __init__(self, world: tuple[int, int] = (1, 1)) -> None:
         super().__init__(gpus=[])
+        self.world = world
 
     def environment(self, procs: int) -> dict[str, str]:
-        return {**super().environment(procs), CALIBRATE_ENV: str(STEPS), "CUDA_VISIBLE_DEVICES": ""}
+        gpus, nodes = self.world
+        return {**super().environment(procs), CALIBRATE_ENV: str(STEPS), "CUDA_VISIBLE_DEVICES": "",
+                WORLD_ENV: f"{gpus},{nodes}", EMULATE_ENV: json.dumps({"count": max(gpus // nodes, 1)})}
 
 
-def run_calibration(ref: WorkloadRef, args: tuple) -> Calibration:
-    """Run the script for STEPS optimizer steps and read what its probe counted;
-    CalibrationError (one line) when it fails, takes too long or trains nothing."""
+def time_limit() -> float:
+    """The calibration's bound: GPUBENCH_CALIBRATION_TIMEOUT seconds where set, else TIME_LIMIT_S."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, "") or TIME_LIMIT_S)
+    except ValueError:
+        raise UsageError(f"{TIMEOUT_ENV}: '{os.environ[TIMEOUT_ENV]}' is not a number of seconds") from None
+    if value <= 0:
+        raise UsageError(f"{TIMEOUT_ENV}: {value:g} is not a positive number of seconds")
+    return value
+
+
+def run_calibration(ref: WorkloadRef, args: tuple, world: tuple[int, int] = (1, 1)) -> Calibration:
+    """Run the script for STEPS training steps as rank 0 of `world` and read what its probe
+    counted; CalibrationError (one line) when it fails, takes too long or trains nothing."""
     reports: list[dict] = []
-    with _CalibrationLauncher() as launcher:
+    limit = time_limit()
+    with _CalibrationLauncher(world) as launcher:
         outcome = launcher.run(ref, SweepPoint(1, 1), list(args), lambda line: _take(line, reports),
-                               TIME_LIMIT_S)
+                               limit)
     report = reports[-1] if reports else None
     unfollowed = ((report or {}).get("calibration") or {}).get("unfollowed")
     if unfollowed:
         raise CalibrationError(f"calibration: {ref.name}: {unfollowed}")
     if outcome.failure is not None and outcome.failure.kind == "timeout":
-        raise CalibrationError(f"calibration: {ref.name} did not reach {STEPS} optimizer steps within "
-                               f"{TIME_LIMIT_S:.0f} s on this machine's CPU; nothing to predict from")
+        steps = ((report or {}).get("calibration") or {}).get("steps_seen") or 0
+        raise CalibrationError(f"calibration: {ref.name} took {steps} of the {STEPS} training steps needed "
+                               f"(optimizer steps, or backward passes where it makes no optimizer) within "
+                               f"{limit:.0f} s on this machine's CPU; nothing to predict from "
+                               f"({TIMEOUT_ENV}=SECONDS allows longer)")
     if outcome.returncode != 0:
         raise CalibrationError(f"calibration: {ref.name} failed: {_one_line(outcome.error or '')}")
     if report is None:
         raise CalibrationError(f"calibration: {ref.name} ended without the probe's report "
                                "(it left by os._exit, or its probe did not run); nothing to predict from")
-    return from_report(ref.name, report, outcome.elapsed_seconds, last_words(outcome.output_tail))
+    cal = from_report(ref.name, report, outcome.elapsed_seconds, last_words(outcome.output_tail))
+    if cal.data_parallel and world[0] > 1:
+        raise CalibrationError(f"calibration: {ref.name} wraps its model in nn.DataParallel: one process "
+                               f"driving {world[0]} GPUs (it scatters each batch, replicates the model and "
+                               "gathers the outputs from one Python thread), which gpubench does not predict; "
+                               "with torchrun and DistributedDataParallel it can, or ask for --gpus 1")
+    return cal
 
 
 def _take(line: str, reports: list[dict]) -> None:
@@ -243,8 +284,9 @@ def from_report(name: str, report: dict, seconds: float, said: str = "") -> Cali
     steps, step = int(found.get("steps_seen") or 0), found.get("step")
     if steps < STEPS or not step:
         words = f" (its last words: {_one_line(said)[:160]})" if said else ""
-        raise CalibrationError(f"calibration: {name} took {steps} optimizer step(s) before it ended; "
-                               f"{STEPS} are needed (the second is counted); nothing to predict from{words}")
+        raise CalibrationError(f"calibration: {name} took {steps} training step(s) before it ended (optimizer "
+                               f"steps, or backward passes where it makes no optimizer); {STEPS} are needed "
+                               f"(the second is counted); nothing to predict from{words}")
     rows = tuple(tuple(row) for row in step.get("ops") or ())
     if not any(row[2] == "kernel" for row in rows):
         raise CalibrationError(f"calibration: {name}: its training step ran no operation on CUDA (the "
@@ -262,7 +304,10 @@ def from_report(name: str, report: dict, seconds: float, said: str = "") -> Cali
                        int(found.get("fsdp_units") or 0), steps,
                        datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), round(seconds, 1),
                        found.get("count_seconds"), found.get("optimizer"),
-                       _number(loader.get("workers"), int), _number(loader.get("batch_seconds"), float))
+                       _number(loader.get("workers"), int), _number(loader.get("batch_seconds"), float),
+                       int(found.get("world") or 1), int(found.get("nodes") or 1),
+                       "backward" if found.get("step_kind") == "backward" else "optimizer",
+                       bool(found.get("data_parallel")))
 
 
 def _number(value, kind):
@@ -291,13 +336,13 @@ def cache_path():
     return paths.state_dir() / CACHE_FILE
 
 
-def cache_key(ref: WorkloadRef, args: tuple) -> str | None:
-    """The script's contents (and --workdir's) and its arguments; None for a script that
-    cannot be read (then nothing is kept)."""
+def cache_key(ref: WorkloadRef, args: tuple, world: tuple[int, int] = (1, 1)) -> str | None:
+    """The script's contents (and --workdir's), its arguments and the world it ran as rank 0
+    of; None for a script that cannot be read (then nothing is kept)."""
     identity = suite.script_identity(ref)
     if not identity.get("script_sha256"):
         return None
-    what = [identity["script_sha256"], identity.get("workdir_sha256"), list(args), COUNTED]
+    what = [identity["script_sha256"], identity.get("workdir_sha256"), list(args), COUNTED, list(world)]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()
 
 

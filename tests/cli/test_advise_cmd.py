@@ -193,7 +193,7 @@ def test_a_small_scripts_times_and_costs_read_in_finer_units(cloud, cli, tmp_pat
     from gpubench.predict import calibrate
     from tests.helpers import counted_calibration
 
-    monkeypatch.setattr(calibrate, "run_calibration", lambda ref, args: counted_calibration())
+    monkeypatch.setattr(calibrate, "run_calibration", lambda ref, args, world=(1, 1): counted_calibration())
     project = tmp_path / "project"
     project.mkdir()
     (project / "train.py").write_text("print('never run: calibrated by the test')\n")

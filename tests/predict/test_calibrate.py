@@ -63,7 +63,8 @@ def test_a_report_of_a_counted_step_is_a_calibration():
 
 
 @pytest.mark.parametrize("found, words", [
-    ({"steps_seen": 1, "step": None}, "calibration: train.py took 1 optimizer step(s) before it ended; "
+    ({"steps_seen": 1, "step": None}, "calibration: train.py took 1 training step(s) before it ended "
+                                      "(optimizer steps, or backward passes where it makes no optimizer); "
                                       f"{STEPS} are needed (the second is counted)"),
     ({"step": {"ops": [["forward", "aten.view", "host", 1, 0, 0, ""]], "samples": 32}},
      "its training step ran no operation on CUDA"),
@@ -102,27 +103,29 @@ def test_an_unchanged_script_reuses_its_calibration_and_an_edited_one_runs_again
     ref = script(tmp_path, monkeypatch, NO_DDP)
     runs = []
 
-    def run(ref, args):
-        runs.append(args)
+    def run(ref, args, world=(1, 1)):
+        runs.append((args, world))
         return counted_calibration()
 
     monkeypatch.setattr(calibrate, "run_calibration", run)
     said = []
     first = calibrate.script_subject(ref, ("--lr", "0.1"), [], said.append)
     again = calibrate.script_subject(ref, ("--lr", "0.1"), [], said.append)
-    assert first == again and runs == [("--lr", "0.1")]
+    assert first == again and runs == [(("--lr", "0.1"), (1, 1))]
     assert said[-1] == "calibration: reused from 2026-01-02 03:04"
     calibrate.script_subject(ref, ("--lr", "0.2"), [], said.append)   # other arguments
+    calibrate.script_subject(ref, ("--lr", "0.1"), [], said.append, gpus=8)   # another world
+    assert runs[-1] == (("--lr", "0.1"), (8, 1))
     ref.script.write_text(NO_DDP + "# edited\n")
     calibrate.script_subject(ref, ("--lr", "0.1"), [], said.append)   # another version
-    assert len(runs) == 3
+    assert len(runs) == 4
 
 
 def test_a_damaged_cache_is_no_cache(tmp_path, monkeypatch):
     ref = script(tmp_path, monkeypatch, NO_DDP)
     calibrate.cache_path().parent.mkdir(parents=True)
     calibrate.cache_path().write_text("{not json")
-    monkeypatch.setattr(calibrate, "run_calibration", lambda ref, args: counted_calibration(samples=1))
+    monkeypatch.setattr(calibrate, "run_calibration", lambda ref, args, world=(1, 1): counted_calibration(samples=1))
     assert calibrate.script_subject(ref, (), [], lambda line: None).batch_per_gpu == 1
     assert len(json.loads(calibrate.cache_path().read_text())["calibrations"]) == 1
 

@@ -1,0 +1,49 @@
+"""Scripts as people write them, calibrated at the GPU count asked (one small script of
+each shape, tests/fixtures/shapes/shapes.py): one that needs two GPUs and divides its
+accumulation by the world, a GAN, a time-major LSTM, a hand-written update, DataParallel."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpubench.predict import calibrate
+from gpubench.predict.calibrate import CalibrationError
+from tests.helpers import REPO
+from tests.predict.test_calibrate import script
+
+SHAPES = REPO / "tests" / "fixtures" / "shapes" / "shapes.py"
+
+
+@pytest.mark.slow
+def test_each_shape_is_counted_as_the_world_asked_runs_it(tmp_path, monkeypatch, cli):
+    ref = script(tmp_path, monkeypatch, SHAPES.read_text())
+    said = []
+
+    def counted(shape: str, gpus: int = 1):
+        return calibrate.calibration_for(ref, ("--shape", shape), said.append, (gpus, 1))
+
+    # it checks for two GPUs: at one it says so itself; at 2 and 8 each rank runs 8/world
+    # micro-batches of 4 (its DistributedSampler's share), and saves the whole model
+    with pytest.raises(CalibrationError, match="needs at least 2 GPUs"):
+        counted("world")
+    at_two, at_eight = counted("world", 2), counted("world", 8)
+    assert (at_two.samples, at_two.world, at_eight.samples, at_eight.world) == (16, 2, 4, 8)
+    assert "as rank 0 of 8 GPUs" in said[-2]
+    # the answer at 8 GPUs, from the calibration at 8 (kept: this run reuses it)
+    code, out, err = cli("predict", str(ref.script), "--gpu", "H200 SXM", "--gpus", "8", "--format", "json",
+                         "--", "--shape", "world")
+    assert code == 0, err
+    (answer,) = json.loads(out)
+    assert answer["gpus"] == 8 and any("as rank 0 of 8 GPUs" in s for s in answer["sources"])
+
+    gan = counted("gan")   # the discriminator runs three times on one batch of 64
+    assert gan.samples == 64
+    lstm = counted("lstm")   # (35, 20) token ids, time-major: 20 sequences of 35 tokens
+    assert (lstm.samples, lstm.tokens) == (20, 700)
+    manual = counted("manual")   # no optimizer: its backward passes end its steps
+    assert (manual.step_kind, manual.samples, manual.optimizer) == ("backward", 20, None)
+    assert counted("dp").data_parallel   # one GPU: the module it wraps
+    with pytest.raises(CalibrationError, match="nn.DataParallel: one process driving 4 GPUs"):
+        counted("dp", 4)
