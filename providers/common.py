@@ -62,6 +62,7 @@ class LaunchSpec:
     interruptible: bool = False
     ssh_key: SshKeyRef | None = None   # from ensure_ssh_key; every launch needs one to log in
     ports: tuple[int, ...] = ()        # TCP ports to expose besides SSH's (where the provider maps ports)
+    volume: "Volume | None" = None     # mounted at VOLUME_MOUNT (the offer must be where it is: offer_at)
 
 
 def key_fingerprint(api_key: str) -> str:
@@ -368,6 +369,81 @@ class NativeClusters(Protocol):
 def native_clusters(provider: object) -> NativeClusters | None:
     """The provider as a NativeClusters where it has them, else None."""
     return provider if isinstance(provider, NativeClusters) else None
+
+
+# --------------------------------------------------------------------------- volumes
+# Where a volume is mounted on every provider's machine (Lambda's mount points must lie
+# under /home, /lambda/nfs or /data); runs find it as $GPUBENCH_DATA.
+VOLUME_MOUNT = "/data/gpubench"
+
+
+@dataclass(frozen=True)
+class Volume:
+    """Storage that outlives a machine: a Lambda filesystem (bound to a region), a RunPod
+    network volume (a Secure Cloud data centre), a Vast.ai local volume (one machine)."""
+
+    provider: str
+    volume_id: str
+    name: str                        # the provider's name for it (NAME_PREFIX + the user's, when gpubench made it)
+    place: str                       # Lambda's region name, RunPod's data centre id, Vast.ai's machine_id
+    size_gb: float | None = None     # None: unbounded (Lambda bills what is used)
+    used_bytes: int | None = None    # where the provider says (Lambda's bytes_used)
+    monthly_cost: float | None = None  # $ a month, from the provider's answer or its published price
+    attached_to: tuple[str, ...] = ()  # ids of the instances using it, where the provider says
+    in_use: bool | None = None       # the provider's own word (Lambda's is_in_use), None: not said
+    status: str = ""                 # the provider's own status word, where it has one
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def launched_by_gpubench(self) -> bool:
+        return self.name.startswith(NAME_PREFIX)
+
+
+@dataclass(frozen=True)
+class VolumePlace:
+    """Where a volume can be made: a region or data centre (Vast.ai: a volume offer on one
+    machine), how many offers of the GPU type asked are there now, and its price."""
+
+    place: str
+    offers: int = 0                  # offers of the GPU type asked there now (0: none, or not asked)
+    offer_id: str = ""               # Vast.ai: the volume offer to create from
+    price_gb_month: float | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@runtime_checkable
+class Volumes(Protocol):
+    """Optional, beside Provider: storage that outlives a machine, made, listed and
+    deleted through the provider's API, and attached to a machine at its launch
+    (LaunchSpec.volume). Errors are the Provider's typed ones; a name the provider
+    refuses or a size out of its range is an InvalidRequestError, deleting one in use
+    too, with the provider's own words."""
+
+    def volume_places(self, gpu_type: str | None = None, size_gb: int | None = None) -> list[VolumePlace]:
+        """Where a volume can be made now, most offers of `gpu_type` first."""
+        ...
+
+    def create_volume(self, name: str, size_gb: int | None, place: VolumePlace) -> Volume:
+        """Make the volume called NAME_PREFIX + name at `place`."""
+        ...
+
+    def list_volumes(self) -> list[Volume]:
+        """Every volume of the account, gpubench's or not."""
+        ...
+
+    def delete_volume(self, volume_id: str) -> None:
+        """NotFoundError for one it does not know; confirm it gone with list_volumes()."""
+        ...
+
+    def offer_at(self, offer: Offer, volume: Volume) -> bool:
+        """Whether a machine of `offer` can mount `volume` (same region, data centre,
+        machine)."""
+        ...
+
+
+def volumes_of(provider: object) -> Volumes | None:
+    """The provider as Volumes where it has them, else None."""
+    return provider if isinstance(provider, Volumes) else None
 
 
 def key_body(public_key: str) -> str:

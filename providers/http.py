@@ -100,7 +100,8 @@ class RateLimiter:
 
 
 _last = threading.local()   # the endpoint this thread called last
-OPERATIONS = ("offers", "ensure_ssh_key", "launch", "get", "list", "terminate")
+OPERATIONS = ("offers", "ensure_ssh_key", "launch", "get", "list", "terminate",
+              "volume_places", "create_volume", "list_volumes", "delete_volume")
 ANSWER_ERRORS = (KeyError, IndexError, TypeError, AttributeError, ValueError)
 
 

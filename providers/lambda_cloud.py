@@ -11,21 +11,28 @@ Facts that shape this adapter:
 - older API versions (1.5.3) wrote prices as strings ("80") and had no specs.gpus: the type
   name's gpu_<N>x_ prefix gives the count; an entry that cannot be read is left out, never
   the whole catalog;
-- the Cloud API has no billing call: billed_cost is None.
+- the Cloud API has no billing call: billed_cost is None;
+- filesystems (Volumes): listed at GET /file-systems (with a hyphen), made at POST
+  /filesystems {name, region}, deleted at DELETE /filesystems/{id}; no size (Lambda bills the
+  bytes used), bound to a region, mounted at launch only (file_system_mounts), never deleted
+  while mounted (400 filesystems/filesystem-in-use); the API gives no price (PRICE_GB_MONTH).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
+from collections import Counter
 
 import requests
 
-from gpubench.providers.common import (Account, CapacityError, Instance, InstanceState, InvalidRequestError,
-                                       LaunchSpec, NotFoundError, Offer, ProviderError,
-                                       SshKeyRef, TransportError, key_body, launch_tags, provider_name)
-from gpubench.providers.gpus import normalize_gpu_name
+from gpubench.providers.common import (VOLUME_MOUNT, Account, CapacityError, Instance, InstanceState,
+                                       InvalidRequestError, LaunchSpec, NotFoundError, Offer, ProviderError,
+                                       NAME_PREFIX, SshKeyRef, TransportError, Volume, VolumePlace, key_body,
+                                       launch_tags, provider_name)
+from gpubench.providers.gpus import gpu_matches, normalize_gpu_name
 from gpubench.providers.http import ANSWER_ERRORS, HttpClient, HttpSettings, checked_answers, strip_suffix
 
 NAME = "lambda"
@@ -44,6 +51,28 @@ STATUS = {
 }
 CAPACITY_CODES = {"instance-operations/launch/insufficient-capacity"}
 _TYPE_COUNT = re.compile(r"^gpu_(\d+)x_")
+# A filesystem's name (FilesystemCreateRequest in spec 1.10.0): 1-60 characters.
+FILESYSTEM_NAME = re.compile(r"^[a-zA-Z]+[0-9a-zA-Z-]*$")
+FILESYSTEM_NAME_MAX = 60
+# $ per GB used a month: Lambda's pricing page (lambda.ai/pricing, "Filesystems"); the API
+# gives no price. Billed on bytes_used, which Lambda updates every few hours.
+PRICE_GB_MONTH = 0.20
+
+
+def _reads(endpoint: str):
+    """A volume call whose answer has the wrong shape (a missing field, a list where an
+    object belongs) is a ProviderError naming `endpoint`, as http.checked_answers makes it
+    for the Provider operations."""
+    def wrap(method):
+        @functools.wraps(method)
+        def wrapper(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except ANSWER_ERRORS as e:
+                text = f"no {e.args[0]!r} field" if isinstance(e, KeyError) and e.args else str(e)
+                raise ProviderError(NAME, endpoint, f"unexpected answer: {text[:160]}") from None
+        return wrapper
+    return wrap
 
 
 def parse_error(resp: requests.Response) -> tuple[str | None, str]:
@@ -130,6 +159,13 @@ class LambdaCloud:
         body = {"region_name": region, "instance_type_name": type_name,
                 "ssh_key_names": [spec.ssh_key.name], "name": provider_name(spec.name)[:64],
                 "tags": [{"key": k, "value": v[:128]} for k, v in launch_tags(spec).items()]}
+        if spec.volume is not None:      # mounted at launch only; Lambda refuses one of another region
+            if spec.volume.provider != NAME:
+                raise InvalidRequestError(NAME, f"POST {API}/instance-operations/launch",
+                                          f"volume {spec.volume.name} is {spec.volume.provider}'s, "
+                                          "not a Lambda filesystem")
+            body["file_system_mounts"] = [{"mount_point": VOLUME_MOUNT,
+                                           "file_system_id": spec.volume.volume_id}]
         try:
             data = self._data("POST", "/instance-operations/launch", json=body, launch=True)
         except ProviderError as e:
@@ -173,8 +209,56 @@ class LambdaCloud:
                             if itype.get("price_cents_per_hour") is not None else None),
             instance_type=itype.get("name", ""), region=(raw.get("region") or {}).get("name", ""),
             tags=_tags(raw.get("tags")), private_ip=_text(raw.get("private_ip")),
-            extra={"private_ip": raw.get("private_ip"), "hostname": raw.get("hostname")},
+            extra=_instance_extra(raw),
         )
+
+    # -- filesystems (the Volumes protocol) ---------------------------------------
+    def volume_places(self, gpu_type: str | None = None, size_gb: int | None = None) -> list[VolumePlace]:
+        """The regions some instance type has capacity in now (regions_with_capacity_available,
+        read as offers() reads it), each with how many offers of `gpu_type` it has: most
+        first, regions without one after (then by all their offers, then by name). Without
+        `gpu_type` every count is 0 and the order is by all offers. `size_gb` is not
+        Lambda's: a filesystem has no size."""
+        offers = [o for o in self.offers() if o.region and o.available != 0]
+        everything = Counter(o.region for o in offers)
+        wanted = Counter(o.region for o in offers if gpu_type
+                         and gpu_matches(gpu_type, o.gpu_name, o.extra.get("vram_gb")))
+        order = sorted(everything, key=lambda r: (-wanted[r], -everything[r], r))
+        return [VolumePlace(place=r, offers=wanted[r], price_gb_month=PRICE_GB_MONTH,
+                            extra={"offers_all_types": everything[r]}) for r in order]
+
+    @_reads(f"POST {API}/filesystems")
+    def create_volume(self, name: str, size_gb: int | None, place: VolumePlace) -> Volume:
+        """Make the filesystem NAME_PREFIX + name in region `place.place` (POST /filesystems).
+        `size_gb` is ignored: a Lambda filesystem has no size and bills the bytes used.
+        A name Lambda's rule refuses is refused here, before any call; Lambda's own refusals
+        come back typed: 400 global/duplicate, global/quota-exceeded, global/invalid-parameters
+        as InvalidRequestError, 403 global/account-inactive as AuthError."""
+        full = provider_name(name)
+        if full == NAME_PREFIX or len(full) > FILESYSTEM_NAME_MAX or not FILESYSTEM_NAME.match(full):
+            raise InvalidRequestError(NAME, f"POST {API}/filesystems",
+                                      f"filesystem name {full!r} refused: Lambda takes 1-{FILESYSTEM_NAME_MAX} "
+                                      "characters matching ^[a-zA-Z]+[0-9a-zA-Z-]*$ (after "
+                                      f"{NAME_PREFIX!r}: letters, digits and '-', at most "
+                                      f"{FILESYSTEM_NAME_MAX - len(NAME_PREFIX)})")
+        data = self._data("POST", "/filesystems", json={"name": full, "region": place.place})
+        return _volume(data)
+
+    @_reads(f"GET {API}/file-systems")
+    def list_volumes(self) -> list[Volume]:
+        """Every filesystem of the account (GET /file-systems), gpubench's or not."""
+        return [_volume(raw) for raw in self._data("GET", "/file-systems") or []]
+
+    @_reads(f"DELETE {API}/filesystems/{{id}}")
+    def delete_volume(self, volume_id: str) -> None:
+        """DELETE /filesystems/{id}. A mounted one is refused by Lambda (400
+        filesystems/filesystem-in-use: an InvalidRequestError in Lambda's words); an id
+        Lambda does not know is a NotFoundError."""
+        self._data("DELETE", f"/filesystems/{volume_id}")
+
+    def offer_at(self, offer: Offer, volume: Volume) -> bool:
+        """A Lambda filesystem mounts on machines of its own region only."""
+        return volume.provider == NAME and bool(offer.region) and offer.region == volume.place
 
 
 def _type_offers(type_name: str, item: dict, gpus: int | None) -> list[Offer]:
@@ -195,6 +279,31 @@ def _type_offers(type_name: str, item: dict, gpus: int | None) -> list[Offer]:
         return [Offer(offer_id=f"{type_name}@", region="", available=0, **common)]
     return [Offer(offer_id=f"{type_name}@{region}", region=region, available=1, **common)
             for region in regions]
+
+
+def _volume(raw: dict) -> Volume:
+    """A Filesystem (spec 1.10.0) as a Volume: no size; used and cost from bytes_used."""
+    used = raw.get("bytes_used")
+    used = int(used) if used is not None else None
+    in_use = raw.get("is_in_use")
+    return Volume(provider=NAME, volume_id=str(raw["id"]), name=str(raw["name"]),
+                  place=(raw.get("region") or {}).get("name", ""), size_gb=None, used_bytes=used,
+                  monthly_cost=round(PRICE_GB_MONTH * used / 1e9, 4) if used is not None else None,
+                  in_use=bool(in_use) if in_use is not None else None,
+                  extra={"mount_point": raw.get("mount_point"), "created": raw.get("created")})
+
+
+def _instance_extra(raw: dict) -> dict:
+    """An instance's extra: its private address and hostname, and the filesystems it
+    mounts where it mounts any (file_system_names; file_system_mounts with their paths)."""
+    extra = {"private_ip": raw.get("private_ip"), "hostname": raw.get("hostname")}
+    if raw.get("file_system_names"):
+        extra["file_system_names"] = [str(n) for n in raw["file_system_names"]]
+    if raw.get("file_system_mounts"):
+        extra["file_system_mounts"] = [{"mount_point": m.get("mount_point"),
+                                        "file_system_id": m.get("file_system_id")}
+                                       for m in raw["file_system_mounts"] if isinstance(m, dict)]
+    return extra
 
 
 def _vram_gb(itype: dict) -> int | None:

@@ -56,6 +56,16 @@ class SelfRemoval:
 
 
 @dataclass(frozen=True)
+class VolumeKind:
+    """The storage a provider sells that outlives a machine (its adapter speaks Volumes)."""
+
+    noun: str                    # how the provider calls it: "filesystem", "network volume"
+    bound_to: str                # what pins a machine rented with it: "region", "data centre", "machine"
+    one_machine: bool = False    # it lives on one machine: a cluster cannot share it
+    price_note: str = ""         # where its monthly price comes from
+
+
+@dataclass(frozen=True)
 class ProviderEntry:
     name: str                    # what commands take: "lambda"
     display_name: str            # how the provider writes itself: "Lambda"
@@ -69,6 +79,7 @@ class ProviderEntry:
     self_removal: SelfRemoval | None = None   # None: the machine halts itself instead
     one_machine_per_offer: bool = False       # each offer id is one physical machine
     machine_field: str | None = None          # the Offer.extra field naming the machine
+    volumes: VolumeKind | None = None          # storage beside its machines; None: none
 
     @property
     def url_var(self) -> str:
@@ -80,7 +91,9 @@ ENTRIES: tuple[ProviderEntry, ...] = (
     ProviderEntry("lambda", "Lambda", "gpubench.providers.lambda_cloud", "LAMBDA_API_KEY",
                   (KeyFile("home", ".lambda_cloud/lambda_keys", credentials.read_api_key_line),),
                   api_path="/api/v1", setting_vars=("GPUBENCH_LAMBDA_SSH_USER",),
-                  mock_api="gpubench.mock.lambda_api"),
+                  mock_api="gpubench.mock.lambda_api",
+                  volumes=VolumeKind("filesystem", "region",
+                                     price_note="$0.20 per GB used a month (Lambda's pricing page)")),
     ProviderEntry("vast", "Vast.ai", "gpubench.providers.vast", "VAST_API_KEY",
                   (KeyFile("config", "vastai/vast_api_key", credentials.read_plain),
                    KeyFile("home", ".config/vastai/vast_api_key", credentials.read_plain),
@@ -88,11 +101,16 @@ ENTRIES: tuple[ProviderEntry, ...] = (
                   api_path="/api/v0", mock_api="gpubench.mock.vast_api",
                   self_removal=SelfRemoval("CONTAINER_ID", "CONTAINER_API_KEY", "DELETE",
                                            "/api/v0/instances/{id}/", body="{}"),
-                  one_machine_per_offer=True, machine_field="machine_id"),
+                  one_machine_per_offer=True, machine_field="machine_id",
+                  volumes=VolumeKind("local volume", "machine", one_machine=True,
+                                     price_note="the host's storage_cost per GB a month")),
     ProviderEntry("runpod", "RunPod", "gpubench.providers.runpod", "RUNPOD_API_KEY",
                   (KeyFile("home", ".runpod/config.toml", credentials.read_toml_default),),
                   api_path="/v2", mock_api="gpubench.mock.runpod_api",
-                  self_removal=SelfRemoval("RUNPOD_POD_ID", "RUNPOD_API_KEY", "DELETE", "/v2/pods/{id}")),
+                  self_removal=SelfRemoval("RUNPOD_POD_ID", "RUNPOD_API_KEY", "DELETE", "/v2/pods/{id}"),
+                  volumes=VolumeKind("network volume", "data centre",
+                                     price_note="$0.07 per GB a month below 1 TB, $0.05 above, $0.14 "
+                                                "high-performance (RunPod's pricing page)")),
 )
 
 

@@ -16,6 +16,13 @@ Facts that shape this adapter:
   `cluster: {id, rank, ip}`, ip on the cluster's private network. Member pods leave
   GET /v2/pods unless includeClusterPods=true, and DELETE /v2/pods/{id} of one is 409:
   a member goes only with its cluster (DELETE /v2/clusters/{id}).
+- network volumes (Volumes): GET/POST /v2/network-volumes, DELETE /v2/network-volumes/{id}
+  (204); {id, name, size (GB, 10-4096), dataCenter, type}: no state, no attachment, no
+  price. A volume lives in one Secure Cloud data centre whose networkVolumeTypes (GET
+  /v2/catalog/datacenters) is not empty; a pod mounts it at create only, as
+  mounts.network [{volumeId, path}] (at most one, path required, never beside
+  mounts.persistent: 400), in that data centre (dataCenterIds) and in Secure Cloud. Which
+  pods use a volume is read from the pods' own mounts. Deleting a pod only detaches it.
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ import time
 
 import requests
 
-from gpubench.providers.common import (Account, CapacityError, ClusterCreated, Instance, InstanceState,
-                                       InvalidRequestError, LaunchSpec, NotFoundError, Offer,
-                                       ProviderError, SshKeyRef, TransportError, key_body, provider_name)
-from gpubench.providers.gpus import normalize_gpu_name
+from gpubench.providers.common import (VOLUME_MOUNT, Account, CapacityError, ClusterCreated, Instance,
+                                       InstanceState, InvalidRequestError, LaunchSpec, NotFoundError, Offer,
+                                       ProviderError, SshKeyRef, TransportError, Volume, VolumePlace, key_body,
+                                       provider_name)
+from gpubench.providers.gpus import gpu_matches, normalize_gpu_name
 from gpubench.providers.http import ANSWER_ERRORS, HttpClient, HttpSettings, checked_answers, strip_suffix
 
 NAME = "runpod"
@@ -44,6 +52,41 @@ STATUS = {
     "TERMINATED": InstanceState.TERMINATED,
 }
 AVAILABLE = {"HIGH": 3, "MEDIUM": 2, "LOW": 1, "NONE": 0}
+
+# Network volumes. Size bounds: CreateNetworkVolumeRequest.size (minimum 10, maximum 4096).
+VOLUME_MIN_GB, VOLUME_MAX_GB = 10, 4096
+VOLUME_TYPE = "STANDARD"          # the tier gpubench makes, where the data centre has it
+# The API gives no price. RunPod's pricing page (https://www.runpod.io/pricing) and billing
+# docs (https://docs.runpod.io/get-started/billing-information): STANDARD $0.07 per GB a
+# month below 1 TB and $0.05 above ("$0.07 per GB per month for the first 1TB, and $0.05 per
+# GB per month for additional storage beyond that", docs.runpod.io serverless network
+# volumes: read here as tiers, 1 TB = 1000 GB); HIGH_PERFORMANCE $0.14. Billed on the size
+# allocated, not on what is used; until the volume is deleted.
+STANDARD_FIRST_TB_GB_MONTH, STANDARD_BEYOND_GB_MONTH = 0.07, 0.05
+HIGH_PERFORMANCE_GB_MONTH = 0.14
+TB_GB = 1000
+
+
+def volume_monthly_cost(size_gb: float | None, volume_type: str = VOLUME_TYPE) -> float | None:
+    """$ a month for a network volume of `size_gb` (None where the size or tier is unknown)."""
+    if size_gb is None:
+        return None
+    if volume_type == "HIGH_PERFORMANCE":
+        return round(size_gb * HIGH_PERFORMANCE_GB_MONTH, 2)
+    if volume_type != "STANDARD":
+        return None
+    first = min(size_gb, TB_GB)
+    return round(first * STANDARD_FIRST_TB_GB_MONTH + (size_gb - first) * STANDARD_BEYOND_GB_MONTH, 2)
+
+
+def _check_size(size_gb, endpoint: str) -> int:
+    """The size as the create takes it, or InvalidRequestError before any call."""
+    if isinstance(size_gb, bool) or not isinstance(size_gb, (int, float)) or size_gb != int(size_gb) \
+            or not VOLUME_MIN_GB <= size_gb <= VOLUME_MAX_GB:
+        got = "none" if size_gb is None else f"{size_gb:g}" if isinstance(size_gb, (int, float)) else repr(size_gb)
+        raise InvalidRequestError(NAME, endpoint, f"a RunPod network volume is {VOLUME_MIN_GB} to "
+                                  f"{VOLUME_MAX_GB} GB, not {got}")
+    return int(size_gb)
 
 
 def parse_error(resp: requests.Response) -> tuple[str | None, str]:
@@ -110,7 +153,7 @@ class RunPod:
     def launch(self, offer: Offer, spec: LaunchSpec) -> Instance:
         body = {**_container(spec, ["22/tcp", *(f"{p}/tcp" for p in spec.ports if p != 22)]),
                 "gpu": {"id": offer.offer_id, "count": spec.gpus},   # count always: see docstring
-                "cloud": CLOUD}
+                "cloud": CLOUD, **_network_mount(offer, spec, "POST /v2/pods")}
         pod = self._create("/v2/pods", body)
         if not isinstance(pod, dict) or not pod.get("id"):   # the pod may exist all the same
             raise TransportError(NAME, "POST /v2/pods", "answer has no pod id")
@@ -162,7 +205,8 @@ class RunPod:
         # The members reach each other on the private network at the container ports
         # themselves: only SSH needs a public port.
         body = {**_container(spec, ["22/tcp"]), "type": "TRAINING",
-                "compute": {"gpuTypeId": offer.offer_id, "gpuCountPerPod": spec.gpus, "podCount": nodes}}
+                "compute": {"gpuTypeId": offer.offer_id, "gpuCountPerPod": spec.gpus, "podCount": nodes},
+                **_network_mount(offer, spec, "POST /v2/clusters")}   # every member mounts it
         try:
             cluster = self._create("/v2/clusters", body)   # 400: not in one data centre now
         except ANSWER_ERRORS as e:
@@ -186,6 +230,100 @@ class RunPod:
 
     def delete_cluster(self, cluster_id: str) -> None:
         self.client.request("DELETE", f"/v2/clusters/{cluster_id}")
+
+    # -- network volumes (Volumes) ---------------------------------------------
+    def volume_places(self, gpu_type: str | None = None, size_gb: int | None = None) -> list[VolumePlace]:
+        """The data centres that take network volumes (networkVolumeTypes not empty: Secure
+        Cloud's), each with how many Secure Cloud offers of `gpu_type` have GPUs free there
+        now (the GPU catalog's per-data-centre availability, as offers() reads it), most
+        first, then the most available."""
+        endpoint = "GET /v2/catalog/datacenters"
+        if size_gb is not None:
+            _check_size(size_gb, endpoint)
+        body = self.client.json("GET", "/v2/catalog/datacenters") or {}
+        counts: dict[str, int] = {}
+        levels: dict[str, int] = {}
+        if gpu_type:
+            for offer in self.offers(gpus=1, gpu_type=gpu_type):
+                if not gpu_matches(gpu_type, offer.gpu_name, offer.extra.get("memory_gb")):
+                    continue
+                for dc, level in (offer.extra.get("dc_availability") or {}).items():
+                    if AVAILABLE.get(level, 0):
+                        counts[dc] = counts.get(dc, 0) + 1
+                        levels[dc] = levels.get(dc, 0) + AVAILABLE[level]
+        try:
+            places = []
+            for dc in body.get("dataCenters") or []:
+                types = [t for t in dc.get("networkVolumeTypes") or [] if isinstance(t, str)]
+                if not types:
+                    continue            # no network volumes there
+                vtype = _volume_type(types)
+                cost = volume_monthly_cost(size_gb or 1, vtype)
+                places.append(VolumePlace(
+                    place=str(dc["id"]), offers=counts.get(dc["id"], 0),
+                    price_gb_month=round(cost / (size_gb or 1), 4) if cost is not None else None,
+                    extra={"name": dc.get("name") or "", "region": dc.get("region") or "", "types": types,
+                           "type": vtype, "availability": levels.get(dc["id"], 0)}))
+        except ANSWER_ERRORS as e:
+            raise _unexpected(endpoint, e) from None
+        return sorted(places, key=lambda p: (-p.offers, -p.extra["availability"], p.place))
+
+    def create_volume(self, name: str, size_gb: int | None, place: VolumePlace) -> Volume:
+        """POST /v2/network-volumes {name: gpubench-NAME, size, dataCenter, type} (STANDARD,
+        unless the data centre has another tier only). The size is checked first: 10 to
+        4096 GB, else InvalidRequestError and no call."""
+        endpoint = "POST /v2/network-volumes"
+        size = _check_size(size_gb, endpoint)
+        body = {"name": provider_name(name), "size": size, "dataCenter": place.place,
+                "type": _volume_type(place.extra.get("types"))}
+        answer = self.client.json("POST", "/v2/network-volumes", json=body)
+        try:
+            return _volume(answer)
+        except ANSWER_ERRORS as e:   # the volume may have been made all the same
+            raise TransportError(NAME, endpoint, _unexpected(endpoint, e).message) from None
+
+    def list_volumes(self) -> list[Volume]:
+        """GET /v2/network-volumes, every volume of the account; each with the pods that
+        mount it (GET /v2/pods, their mounts.network), since a volume does not say."""
+        endpoint = "GET /v2/network-volumes"
+        body = self.client.json("GET", "/v2/network-volumes") or {}
+        users = self._volume_users()
+        try:
+            return [_volume(v, users.get(str(v["id"]), ())) for v in body.get("networkVolumes") or []]
+        except ANSWER_ERRORS as e:
+            raise _unexpected(endpoint, e) from None
+
+    def _volume_users(self) -> dict[str, tuple[str, ...]]:
+        """{volume id: ids of the pods (cluster members too) that mount it}."""
+        users: dict[str, list[str]] = {}
+        cursor = None
+        try:
+            for _ in range(MAX_PAGES):
+                params = {"includeClusterPods": "true", **({"cursor": cursor} if cursor else {})}
+                body = self.client.json("GET", "/v2/pods", params=params) or {}
+                for pod in body.get("pods") or []:
+                    for mount in (pod.get("mounts") or {}).get("network") or []:
+                        if isinstance(mount, dict) and mount.get("volumeId"):
+                            users.setdefault(str(mount["volumeId"]), []).append(str(pod["id"]))
+                cursor = body.get("nextCursor")
+                if not cursor:
+                    break
+        except ANSWER_ERRORS as e:
+            raise _unexpected("GET /v2/pods", e) from None
+        return {k: tuple(v) for k, v in users.items()}
+
+    def delete_volume(self, volume_id: str) -> None:
+        """DELETE /v2/network-volumes/{id} (204). NotFoundError for an id RunPod does not know."""
+        self.client.request("DELETE", f"/v2/network-volumes/{volume_id}")
+
+    def offer_at(self, offer: Offer, volume: Volume) -> bool:
+        """A pod of `offer` can mount `volume`: a RunPod offer of Secure Cloud with GPUs
+        free now in the volume's data centre (Community Cloud has no network volumes)."""
+        if offer.provider != NAME or volume.provider != NAME:
+            return False
+        if offer.extra.get("cloud", CLOUD) != "SECURE":
+            return False
+        return volume.place in (offer.extra.get("data_centers") or ())
 
     def lookup_account_id(self) -> str | None:
         return None     # REST v2 has no call that names the account (only legacy GraphQL's `myself`)
@@ -262,15 +400,16 @@ def _offer(gpu: dict, count: int) -> Offer | None:
     if per_gpu is None:
         return None
     availability = gpu.get("availability") or "NONE"
-    centers = [d.get("id") for d in gpu.get("dataCenters") or []
-               if d.get("availability", "NONE") != "NONE"]
+    levels = {d.get("id"): d.get("availability", "NONE") for d in gpu.get("dataCenters") or []}
+    centers = [dc for dc, level in levels.items() if level != "NONE"]
     return Offer(
         provider=NAME, offer_id=gpu["id"], gpu_name=normalize_gpu_name(gpu.get("name") or gpu["id"]),
         gpu_count=count, price_per_hour=round(float(per_gpu) * count, 4),
         region=",".join(centers[:3]) + ("..." if len(centers) > 3 else ""),
         available=AVAILABLE.get(availability, 0), instance_type=gpu["id"],
         extra={"availability": availability, "data_centers": centers, "memory_gb": gpu.get("memory"),
-               "max_count": ceiling})   # any count up to it can be asked for
+               "max_count": ceiling,    # any count up to it can be asked for
+               "dc_availability": {dc: levels[dc] for dc in centers}, "cloud": CLOUD})
 
 
 __all__ = ["RunPod", "connect", "NotFoundError"]
@@ -286,3 +425,49 @@ def _container(spec: LaunchSpec, ports: list[str]) -> dict:
     if spec.region:
         body["dataCenterIds"] = [spec.region]
     return body
+
+
+def _network_mount(offer: Offer, spec: LaunchSpec, endpoint: str) -> dict:
+    """What a create adds to mount spec.volume at VOLUME_MOUNT: mounts.network (never
+    beside mounts.persistent, which gpubench does not send) and the volume's data centre
+    as the only one allowed. Refused before any call (InvalidRequestError): a volume of
+    another provider, another data centre asked for, a Community Cloud offer."""
+    volume = spec.volume
+    if volume is None:
+        return {}
+    if volume.provider != NAME:
+        raise InvalidRequestError(NAME, endpoint, f"volume {volume.name} is a {volume.provider} volume; "
+                                  "a RunPod pod mounts RunPod network volumes only")
+    if spec.region and spec.region != volume.place:
+        raise InvalidRequestError(NAME, endpoint, f"network volume {volume.name} is in {volume.place}; "
+                                  f"a pod in {spec.region} cannot mount it")
+    if offer.extra.get("cloud", CLOUD) != "SECURE":
+        raise InvalidRequestError(NAME, endpoint, f"network volume {volume.name}: Community Cloud pods "
+                                  "cannot mount network volumes (Secure Cloud only)")
+    return {"mounts": {"network": [{"volumeId": volume.volume_id, "path": VOLUME_MOUNT}]},
+            "dataCenterIds": [volume.place]}
+
+
+def _volume_type(types) -> str:
+    """The tier to make: STANDARD where the data centre has it (or does not say)."""
+    types = [t for t in types or [] if isinstance(t, str)]
+    return VOLUME_TYPE if not types or VOLUME_TYPE in types else types[0]
+
+
+def _volume(v: dict, users: tuple[str, ...] = ()) -> Volume:
+    """A NetworkVolume {id, name, size, dataCenter, type} as a Volume; `users`: the ids
+    of the pods that mount it."""
+    size = v["size"]
+    if isinstance(size, bool) or not isinstance(size, (int, float)):
+        raise TypeError(f"size {size!r} is not a number of GB")
+    vtype = v.get("type") or VOLUME_TYPE
+    return Volume(provider=NAME, volume_id=str(v["id"]), name=str(v.get("name") or ""),
+                  place=str(v["dataCenter"]), size_gb=float(size),
+                  monthly_cost=volume_monthly_cost(float(size), vtype),
+                  attached_to=tuple(users), in_use=bool(users), status="", extra={"type": vtype})
+
+
+def _unexpected(endpoint: str, e: Exception) -> ProviderError:
+    """An answer of the wrong shape to a volume call (the checked_answers of the others)."""
+    what = f"no {e.args[0]!r} field" if isinstance(e, KeyError) and e.args else (str(e) or type(e).__name__)
+    return ProviderError(NAME, endpoint, f"unexpected answer: {what.splitlines()[0][:160]}")

@@ -140,7 +140,7 @@ def provision_request(req: BenchRequest, name: str | None = None, max_hours: flo
                             req.image or DEFAULT_IMAGE, name=name, max_price=req.max_price,
                             attempts=req.attempts,
                             deadlines=Deadlines(running_s=req.boot_timeout, ssh_s=req.ssh_timeout),
-                            max_hours=max_hours)
+                            max_hours=max_hours, pin=req.pin)
 
 
 def plan_bench(req: BenchRequest, provider=None) -> BenchPlan:

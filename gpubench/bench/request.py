@@ -40,6 +40,7 @@ class BenchRequest:
     results: Path | None = None       # the results directory: the records predictions read
     ask: Callable[[str], bool] | None = None  # a yes/no question mid-bench; None: --yes agreed to all
     public_network: bool = False      # --nodes: the public internet where no physical cluster fits
+    pin: object | None = None         # --volume: gpubench.lifecycle.provision.Pin, made before any offer is read
 
 
 @dataclass

@@ -13,7 +13,7 @@ from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, Budget
                                   MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, MaxStepsOpt, NameOpt,
                                   NoPreflightOpt, OutputsOpt, ProviderArg, PublicNetworkOpt, QuietOpt,
                                   RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SetupOpt,
-                                  SshTimeoutOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
+                                  SshTimeoutOpt, VolumeOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.render import err
 from gpubench.cli.completion import workload_arg_names, workload_list
@@ -55,7 +55,8 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
           boot_timeout: BootTimeoutOpt = 900.0, ssh_timeout: SshTimeoutOpt = 300.0,
           max_hours: MaxHoursOpt = None, budget: BudgetOpt = None, no_preflight: NoPreflightOpt = False,
           repeat: RepeatOpt = None, max_steps: MaxStepsOpt = None, outputs: OutputsOpt = None,
-          setup: SetupOpt = None, install_project: InstallProjectOpt = False, hosts: HostsOpt = 1,
+          setup: SetupOpt = None, install_project: InstallProjectOpt = False, volume: VolumeOpt = None,
+          hosts: HostsOpt = 1,
           nodes: ClusterNodesOpt = None, parallel: ParallelOpt = False, candidates: CandidatesOpt = None,
           fmt: DocumentFormatOpt = "table", public_network: PublicNetworkOpt = False,
           quiet: QuietOpt = False) -> None:
@@ -88,6 +89,16 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
                        budget=budget, preflight=not no_preflight, repeat=repeat, hosts=hosts,
                        parallel=parallel, per_workload_args=own_args, any_gpu=any_gpu,
                        results=store.directory, public_network=public_network)
+    if volume is not None:   # only offers where it is; refused here for another provider's volume
+        from gpubench.lifecycle.volumes import pin_for
+
+        if is_across(provider, candidates):
+            from gpubench.errors import UsageError
+
+            raise UsageError("--volume pins the bench to its provider's place: name that provider, not "
+                             f"'{provider}' with --candidates")
+        most = max(parse_counts(nodes, "--nodes")) if nodes else 1
+        req.pin = pin_for(volume, provider, gpu_type, gpus, nodes=most)
     if is_across(provider, candidates):
         check_flags(hosts, nodes, parallel, keep)
         return bench_across_cli(output, req, provider, candidates, yes, quiet, store, refs)

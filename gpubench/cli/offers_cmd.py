@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from gpubench.cli.options import (ROWS_SHOWN, ColumnsOpt, FormatOpt, MachineGpusFilterOpt, MaxPriceOpt,
-                                  OffersGpuOpt, ProvidersArg, RegionOpt, RowsOpt, WideOpt, table_fit)
+                                  OffersGpuOpt, ProvidersArg, RegionOpt, RowsOpt, VolumeOpt, WideOpt,
+                                  table_fit)
 from gpubench.cli.render import check_format, err, out, render_rows
 from gpubench.cli.settings import flags_or_defaults
 from gpubench.errors import UsageError
@@ -67,6 +68,7 @@ def offers(
     wide: WideOpt = False,
     columns: ColumnsOpt = None,
     workload: WorkloadOpt = None,
+    volume: VolumeOpt = None,
 ) -> None:
     """List GPU offers from every provider, cheapest first; offers whose host fails a
     check on what the provider publishes (reliability, CUDA, PCIe, network, ports, RAM,
@@ -85,10 +87,15 @@ def offers(
     if by_prediction and not workload:
         raise UsageError(f"--sort {sort} needs --workload W: a prediction for that workload")
     ref = _suite_workload(workload) if workload else None   # before the providers are asked
-    query = OfferQuery(list(providers or []), gpus, gpu, max_price, "spot" if spot else kind,
-                       region, min_vram, "price" if by_prediction else sort).validate()
+    pin = _pin(volume, providers, gpu, gpus) if volume else None
+    query = OfferQuery([pin[0]] if pin else list(providers or []), gpus, gpu, max_price,
+                       "spot" if spot else kind, region, min_vram, "price" if by_prediction else sort).validate()
     got = gather(query)
     found, left_out = split_offers(got.chosen)
+    if pin is not None:
+        found = [o for o in found if pin[1].allows(o)]
+        if not found:
+            err(pin[1].why_none)
     predicted = _predicted(ref, found, by_prediction) if ref else None
     if predicted is not None:
         found = list(predicted)
@@ -116,6 +123,18 @@ def offers(
         err(explain_empty(query, got))
     if got.warnings and not rows:
         raise typer.Exit(1)
+
+
+def _pin(volume: str, providers, gpu, gpus):
+    """(its provider, the Pin) of --volume: only that provider's offers where it is."""
+    from gpubench.lifecycle.volumes import pin_for
+    from gpubench.store.volumes import VolumesLedger
+
+    with VolumesLedger() as ledger:
+        provider = ledger.find(volume).provider
+    if providers and list(providers) != [provider]:
+        raise UsageError(f"--volume {volume} is a {provider} volume; its offers are {provider}'s")
+    return provider, pin_for(volume, provider, gpu, gpus or 1)
 
 
 def _suite_workload(workload: str):

@@ -133,6 +133,9 @@ OUTPUTS_HELP = ("Your script's outputs, relative to its project (globs allowed),
 SETUP_HELP = ("A command run once per machine in the synced project before the first count "
               "(after the requirements), e.g. \"python prepare_data.py\".")
 INSTALL_PROJECT_HELP = "Install the project itself (pip install .) with its requirements."
+VOLUME_HELP = ("A volume of the ledger ('gpubench volume ls'): offers only where it is, mounted on the "
+               "machine at /data/gpubench, and every run gets its path as $GPUBENCH_DATA.")
+VolumeOpt = Annotated[Optional[str], typer.Option("--volume", help=VOLUME_HELP)]
 OutputsOpt = Annotated[Optional[str], typer.Option("--outputs", help=OUTPUTS_HELP)]
 SetupOpt = Annotated[Optional[str], typer.Option("--setup", help=SETUP_HELP)]
 InstallProjectOpt = Annotated[bool, typer.Option("--install-project", help=INSTALL_PROJECT_HELP)]

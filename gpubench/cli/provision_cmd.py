@@ -10,7 +10,8 @@ import typer
 from gpubench.cli.confirm import ask, confirm_or_stop, rent_question
 from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, DiskOpt, DocumentFormatOpt,
                                   GpuTypeOpt, ImageOpt, MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, NameOpt,
-                                  PreflightOpt, ProviderArg, PublicNetworkOpt, RegionOpt, SshTimeoutOpt, YesOpt)
+                                  PreflightOpt, ProviderArg, PublicNetworkOpt, RegionOpt, SshTimeoutOpt, VolumeOpt,
+                                  YesOpt)
 from gpubench.cli.output import Output, entry_document, offer_document, output_for
 from gpubench.cli.render import err, format_dollars
 from gpubench.cli.settings import flags_or_defaults
@@ -45,6 +46,7 @@ def provision(
     nodes: NodesOpt = None,
     public_network: PublicNetworkOpt = False,
     any_gpu: AnyGpuOpt = False,
+    volume: VolumeOpt = None,
     fmt: DocumentFormatOpt = "table",
 ) -> None:
     """Rent a machine with GPUS GPUs (or a cluster of --nodes machines), wait until SSH
@@ -62,6 +64,10 @@ def provision(
     req = ProvisionRequest(provider, gpus, gpu_type, disk, image or DEFAULT_IMAGE, region, name,
                            max_price, interruptible, attempts,
                            Deadlines(running_s=boot_timeout, ssh_s=ssh_timeout), max_hours)
+    if volume is not None:   # only offers where it is; a volume of another provider is refused here
+        from gpubench.lifecycle.volumes import pin_for
+
+        req.pin = pin_for(volume, provider, gpu_type, gpus, nodes=nodes or 1)
     if nodes is not None:
         _provision_cluster(req, nodes, dry_run, yes, preflight, output, public_network)
         return

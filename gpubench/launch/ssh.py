@@ -39,12 +39,14 @@ from gpubench.launch.failures import RunFacts, explain
 from gpubench.remote import deps, setup_step
 from gpubench.remote.envcheck import RemoteEnv
 from gpubench.remote.pull import RunFiles
+from gpubench.providers.common import VOLUME_MOUNT
 from gpubench.remote.errors import ConnectionLostError, SshError
 from gpubench.remote.session import WORKDIR, RemoteSession, SessionOptions
 from gpubench.remote.targets import SSH_PROVIDER, RemoteHost
 from gpubench.suite import WorkloadRef, with_project, workloads_dir
 
 RUN_TAG = stop_tagged.TAG_VAR
+DATA_ENV = "GPUBENCH_DATA"  # a run's path to its machine's volume
 KILL_GRACE_S = 5  # between SIGTERM (torchrun stops its workers) and SIGKILL
 TIMEOUT_EXIT = 124  # coreutils `timeout`
 LOCAL_MARGIN_S = 60  # the remote `timeout` acts first; this covers a hung link
@@ -120,6 +122,7 @@ class SshLauncher(Launcher):
         self._connection_number = 0
         self.lease = ""  # held while the current connection lives (begin)
         self.ledger_name: str | None = None  # the machine's name in the ledger, where gpubench rented it
+        self.data_path: str | None = None  # where its volume is mounted: every run's $GPUBENCH_DATA
         self._prepare_log: list[str] = []
 
     def machine(self) -> Machine:
@@ -152,9 +155,13 @@ class SshLauncher(Launcher):
             self._prepare_log += installed.log
         if plan.setup:
             gpus = self._machine.gpu_count if self._machine.accelerator == "cuda" else 0
-            env = {"PYTHONUNBUFFERED": "1", **({"CUDA_VISIBLE_DEVICES": visible_gpus(gpus)} if gpus else {})}
+            env = {"PYTHONUNBUFFERED": "1", **({"CUDA_VISIBLE_DEVICES": visible_gpus(gpus)} if gpus else {}),
+                   **({DATA_ENV: self.data_path} if self.data_path else {})}
+            # with a volume, once per volume: the marker lives on it, for every machine rented with it
+            markers = f"{self.data_path}/.gpubench" if self.data_path else self._session.layout.state
             done = setup_step.ensure_setup(self._session.conn, plan.setup, self._session.python,
-                                           self._session.layout.state, cwd, env, self._session.echo)
+                                           markers, cwd, env, self._session.echo,
+                                           per="volume" if self.data_path else "machine")
             self._prepare_log += done.log
 
     def files_at(self, workload: WorkloadRef) -> RunFiles:
@@ -182,7 +189,7 @@ class SshLauncher(Launcher):
                 *record_args(workload, record_file), *workload_args]
 
     def environment(self, procs: int) -> dict[str, str]:
-        env = {"PYTHONUNBUFFERED": "1"}
+        env = {"PYTHONUNBUFFERED": "1", **({DATA_ENV: self.data_path} if self.data_path else {})}
         remote = self._session.env
         if remote is not None and remote.cuda_available:
             env["CUDA_VISIBLE_DEVICES"] = visible_gpus(procs)
@@ -422,6 +429,13 @@ def _file_changes(settled: str) -> FileChanges:
                        "other programs, or holds too many files to list")
 
 
+def data_path(session: RemoteSession) -> str:
+    """Where the machine's volume is mounted: VOLUME_MOUNT, under the machine's root (the
+    mock cloud's machines share this host's /, and say where theirs is)."""
+    _, prefix = session.conn.capture('printf %s "${GPUBENCH_MOCK_ROOT:-}"', 30)
+    return prefix.strip() + VOLUME_MOUNT
+
+
 def connect(host: RemoteHost, known_hosts: Path, options: SessionOptions,
             echo: LineSink) -> SshLauncher:
     """Connect to `host`, check its environment once, and return a launcher for it.
@@ -431,6 +445,8 @@ def connect(host: RemoteHost, known_hosts: Path, options: SessionOptions,
         env = session.open()
         launcher = SshLauncher(session, machine_for(host, env))
         launcher.ledger_name = host.name if host.provider != SSH_PROVIDER else None
+        if host.volume:
+            launcher.data_path = data_path(session)
         launcher.begin()
     except BaseException:
         session.close()

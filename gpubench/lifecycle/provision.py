@@ -30,7 +30,7 @@ from gpubench.lifecycle.terminate import terminate_and_confirm
 from gpubench.offer_checks import left_out_line, split_offers
 from gpubench.offers import OfferFilter, explain_none, matching_offers
 from gpubench.providers import registry
-from gpubench.providers.common import Instance, LaunchSpec, Offer, Provider, ProviderError, provider_name
+from gpubench.providers.common import Instance, LaunchSpec, Offer, Provider, ProviderError, Volume, provider_name
 
 DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
 # Launches refused for capacity cost nothing and do not count as attempts, but the walk
@@ -57,6 +57,18 @@ class Deadlines:
     terminate_s: float = 120.0   # terminate -> the provider no longer lists it
 
 
+@dataclass(frozen=True)
+class Pin:
+    """A volume a machine is rented with: only offers where it is will do (a region, a
+    data centre, one machine), and it is mounted at VOLUME_MOUNT (gpubench.lifecycle.volumes
+    makes one)."""
+
+    name: str                          # the ledger's volume
+    volume: Volume
+    allows: Callable[[Offer], bool]    # the offer can mount it
+    why_none: str                      # said when no offer that fits the rest is where it is
+
+
 @dataclass
 class ProvisionRequest:
     provider: str
@@ -79,6 +91,7 @@ class ProvisionRequest:
     node_index: int | None = None
     overlay_id: str | None = None
     ports: tuple[int, ...] = ()
+    pin: Pin | None = None           # --volume: rented where the volume is, and mounting it
 
     def validate(self) -> "ProvisionRequest":
         watchdog.check_max_hours(self.max_hours)
@@ -118,6 +131,10 @@ def plan(provider: Provider, req: ProvisionRequest) -> list[Offer]:
     if not chosen:
         raise NoOfferError(why_none(offers, req, wider=lambda: provider.offers(
             gpu_type=req.gpu_type, interruptible=req.interruptible)))
+    if req.pin is not None:
+        chosen = [o for o in chosen if req.pin.allows(o)]
+        if not chosen:
+            raise NoOfferError(req.pin.why_none)
     kept, left_out = split_offers(chosen)
     if not kept:
         raise NoOfferError(f"every matching {req.provider} offer fails a check on its host: "
@@ -174,14 +191,16 @@ def provision(provider: Provider, req: ProvisionRequest, offers: list[Offer], le
         if consent is not None:
             consent.check(offer)         # ConsentRefused: nothing more is rented
         spec = LaunchSpec(gpus=req.gpus, disk_gb=req.disk_gb, image=req.image, region=req.region,
-                          name=name, interruptible=req.interruptible, ssh_key=key_ref, ports=req.ports)
+                          name=name, interruptible=req.interruptible, ssh_key=key_ref, ports=req.ports,
+                          volume=req.pin.volume if req.pin else None)
         entry = ledger.begin(name, req.provider, provider_name(name), account, offer_id=offer.offer_id,
                              instance_type=offer.instance_type, region=offer.region,
                              gpu_name=offer.gpu_name, gpu_count=offer.gpu_count,
                              price_per_hour=offer.price_per_hour, disk_gb=req.disk_gb,
                              image=req.image, key_path=str(keypair.private),
                              deadline_at=watchdog.deadline_after(req.max_hours),
-                             cluster=req.cluster, node_index=req.node_index, overlay_id=req.overlay_id)
+                             cluster=req.cluster, node_index=req.node_index, overlay_id=req.overlay_id,
+                             volume=req.pin.name if req.pin else None)
         progress("launch", f"{offer.gpu_count}x {offer.gpu_name} at ${offer.price_per_hour:.2f}/h "
                            f"({offer.instance_type or offer.offer_id}{', ' + offer.region if offer.region else ''})")
         try:

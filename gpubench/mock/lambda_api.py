@@ -5,6 +5,8 @@ Auth: `Authorization: Bearer KEY`, or Basic with `KEY:` (or the bare key) as cre
 Status words: booting -> active; preempted when a `dies` fault kills it; terminating for a
 moment after terminate (as long as the boot delay, at most TERMINATING_S), then gone (404).
 Launch takes `tags` ([{key, value}], the spec's RequestedTagEntry) and instances show them.
+Filesystems (list, create, delete, and mounting one at launch) are in lambda_filesystems.py;
+an instance shows the filesystems it mounts (file_system_names, file_system_mounts).
 
 Mock extension: an active instance carries `ssh_user` beside `ip`, because a mock instance
 logs in the OS user running the mock (where Lambda's images log in `ubuntu`), and in loopback
@@ -25,7 +27,7 @@ import uuid
 import weakref
 from pathlib import Path
 
-from gpubench.mock import billing, catalog
+from gpubench.mock import billing, catalog, lambda_filesystems
 from gpubench.mock.state import DEAD, PENDING, RUNNING, MockInstance
 from gpubench.mock.web import BY_PATH, NOT_MINE, Request, Response
 
@@ -100,6 +102,8 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
         "id": inst.id, "name": inst.name, "status": status,
         "ssh_key_names": inst.extra.get("ssh_key_names", []),
         "file_system_names": inst.extra.get("file_system_names", []),
+        **({"file_system_mounts": inst.extra["file_system_mounts"]}
+           if inst.extra.get("file_system_mounts") else {}),     # left out when none (spec 1.10.0)
         "region": {"name": inst.region, "description": catalog.LAMBDA_REGIONS.get(inst.region, "")},
         "instance_type": t.instance_type() if t else {},
         "actions": actions, "is_reserved": False, "tags": inst.extra.get("tags", []),
@@ -120,6 +124,9 @@ def render(engine, inst: MockInstance, status: str | None = None) -> dict:
 
 def handle(req: Request, engine) -> Response:
     p, m = req.path.rstrip("/") or "/", req.method
+    filesystems = lambda_filesystems.handle(req, engine)
+    if filesystems is not None:
+        return filesystems
     if p == "/api/v1/instance-types" and m == "GET":
         return _instance_types(engine)
     if p == "/api/v1/regions" and m == "GET":
@@ -223,7 +230,10 @@ def _launch(req: Request, engine) -> Response:
     except (TypeError, ValueError):
         return _invalid()
     slot = f"{t.name}@{region}"
-    with engine.lock:
+    with engine.lock:       # no filesystem is deleted between its check and the launch
+        mounts = lambda_filesystems.for_launch(body, region, engine)
+        if isinstance(mounts, Response):
+            return mounts
         capacity = t.capacity_per_region if region in t.regions else 0
         if quantity < 1 or engine.available(PROVIDER, slot, capacity) < quantity:
             return error(400, "instance-operations/launch/insufficient-capacity",
@@ -235,8 +245,7 @@ def _launch(req: Request, engine) -> Response:
                 gpu_name=t.gpu.lambda_desc, gpu_count=t.count, price_per_hour=t.price_cents / 100,
                 region=region, authorized_keys=[keys[names[0]].public_key],
                 extra={"instance_type_name": t.name, "ssh_key_names": names, "hostname": hostname,
-                       "file_system_names": body.get("file_system_names") or [],
-                       "tags": tags, "image": body.get("image")})
+                       "tags": tags, "image": body.get("image"), **mounts})
             ids.append(inst.id)
     return Response(200, {"data": {"instance_ids": ids}})
 

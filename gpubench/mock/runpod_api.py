@@ -1,8 +1,9 @@
 """RunPod REST v2 (runpod-v2.openapi.json, Frontdoor v2.9.0) under /v2: the door (which
 requests are RunPod's, auth, injected faults, a pod removing itself), the routes, the GPU
-and data-centre catalog, and the account's SSH keys. Pods themselves (and their billing)
-are in runpod_pods.py, Instant Clusters (/v2/clusters) in runpod_clusters.py, the legacy
-GraphQL API (/graphql) in runpod_graphql.py, imported only when asked for.
+catalog, and the account's SSH keys. Pods themselves (and their billing) are in
+runpod_pods.py, network volumes and the data-centre catalog in runpod_volumes.py, Instant
+Clusters (/v2/clusters) in runpod_clusters.py, the legacy GraphQL API (/graphql) in
+runpod_graphql.py, imported only when asked for.
 
 Bearer auth only. Delete is 204 and the pod is 404 afterwards. Every authenticated
 answer carries the RateLimit headers. A pod's own RUNPOD_API_KEY may delete that pod
@@ -16,7 +17,7 @@ import secrets
 import sys
 from urllib.parse import unquote
 
-from gpubench.mock import billing, catalog, runpod_clusters
+from gpubench.mock import billing, catalog, runpod_clusters, runpod_volumes
 from gpubench.mock.faults import listed
 from gpubench.mock.runpod_pods import (API_KEY, KEY_VAR, PROVIDER, RATE_LIMIT, availability_level,
                                        free_gpus, json_body, not_allowed, ok, patch_pod, pod_action,
@@ -92,18 +93,14 @@ def _route(req: Request, engine) -> Response:
         found = runpod_clusters.route(req, engine)
         if found is not None:
             return found
+    if p.startswith(("/v2/network-volumes", "/v2/catalog/datacenters")):
+        found = runpod_volumes.route(req, engine)
+        if found is not None:
+            return found
     if p == "/v2/catalog/gpus" and m == "GET":
         return _gpus(req, engine, None)
     if (mt := _GPU.match(p)) and m == "GET":
         return _gpus(req, engine, unquote(mt.group(1)))
-    if p.startswith("/v2/catalog/datacenters") and m == "GET":
-        dcs = [{"id": k, "name": n, "region": r, "globalNetwork": False, "networkVolumeTypes": [],
-                "compliance": []} for k, (n, r) in catalog.RUNPOD_DATACENTERS.items()]
-        if p == "/v2/catalog/datacenters":
-            return ok({"dataCenters": dcs})
-        want = unquote(p.rsplit("/", 1)[1])
-        found = [d for d in dcs if d["id"] == want]
-        return ok(found[0]) if found else problem(404, "data center not found")
     if p == "/v2/pods":
         if m == "GET":
             members = req.query.get("includeClusterPods", "false").lower() == "true"

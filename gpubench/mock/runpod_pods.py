@@ -7,7 +7,10 @@ and GET /v2/billing/pods.
 Errors are application/problem+json `{title, status, detail, errors?}`; unknown body
 fields are 422; create is 201 with status PROVISIONING. Status goes PROVISIONING ->
 STARTING -> RUNNING; a `dies` fault turns it to ERROR. `ssh.direct` and `runtime.ports`
-appear only while RUNNING; ssh.direct only with 22/tcp exposed. Every TCP port in `ports`
+appear only while RUNNING; ssh.direct only with 22/tcp exposed. A pod created with a
+network volume (mounts.network, runpod_volumes.py) is placed in the volume's data centre in
+Secure Cloud only (400 otherwise; mounts.persistent beside it: 400), and boots with the
+volume's directory at its mount (inst.extra["volume"], see sshhost.InstanceHost._mount). Every TCP port in `ports`
 is served: in namespace mode at the pod's own address on the same port, in loopback mode
 on a public port of 127.0.0.1 that the mock forwards. A pod carries RUNPOD_POD_ID and its
 own RUNPOD_API_KEY, which may delete that pod only (runpod_api.self_removal). The billing
@@ -37,6 +40,9 @@ TITLES = {400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403:
 CREATE_FIELDS = {"name", "image", "gpu", "cpu", "cloud", "dataCenterIds", "disk", "mounts", "ports", "env",
                  "args", "registry", "templateId", "startSsh", "startJupyter", "globalNetworking"}
 GPU_FIELDS = {"id", "count", "allowedCudaVersions", "minCudaVersion"}
+MOUNTS_FIELDS = {"persistent", "network"}
+PERSISTENT_FIELDS = {"size", "path"}
+NETWORK_MOUNT_FIELDS = {"volumeId", "path"}
 PATCH_FIELDS = {"name", "image", "disk", "ports", "env", "args", "registry", "locked"}
 ACTIONS = {"PROVISIONING": ["stop", "terminate"], "STARTING": ["stop", "terminate"],
            "RUNNING": ["stop", "restart", "terminate"], "EXITED": ["start", "terminate"],
@@ -196,7 +202,68 @@ def validate_create(body: dict) -> list[str]:
     # v1's dockerEntrypoint/dockerStartCmd (or entrypoint/cmd) are unknown fields, refused above
     if "args" in body and not isinstance(body["args"], str):
         errs.append("$.args: expected string")
+    if "mounts" in body:
+        errs += mount_errors(body["mounts"])
     return errs
+
+
+def mount_errors(mounts) -> list[str]:
+    """The schema's Mounts: persistent {size >= 10, path}, network [{volumeId, path}] (at
+    most one), no other field anywhere; every field of an entry required."""
+    if not isinstance(mounts, dict):
+        return ["$.mounts: expected object"]
+    errs = [f"$.mounts: additional properties '{k}' not allowed" for k in mounts if k not in MOUNTS_FIELDS]
+    persistent = mounts.get("persistent")
+    if "persistent" in mounts:
+        if not isinstance(persistent, dict):
+            errs.append("$.mounts.persistent: expected object")
+        else:
+            errs += [f"$.mounts.persistent: additional properties '{k}' not allowed"
+                     for k in persistent if k not in PERSISTENT_FIELDS]
+            errs += [f"$.mounts.persistent: missing property '{k}'" for k in ("size", "path") if k not in persistent]
+            size = persistent.get("size", 10)
+            if isinstance(size, bool) or not isinstance(size, int) or size < 10:
+                errs.append("$.mounts.persistent.size: must be an integer >= 10")
+    if "network" in mounts:
+        network = mounts["network"]
+        if not isinstance(network, list):
+            errs.append("$.mounts.network: expected array")
+        else:
+            if len(network) > 1:
+                errs.append("$.mounts.network: must have at most 1 items")
+            for n, entry in enumerate(network):
+                where = f"$.mounts.network[{n}]"
+                if not isinstance(entry, dict):
+                    errs.append(f"{where}: expected object")
+                    continue
+                errs += [f"{where}: additional properties '{k}' not allowed"
+                         for k in entry if k not in NETWORK_MOUNT_FIELDS]
+                errs += [f"{where}: missing property '{k}'" for k in ("volumeId", "path") if k not in entry]
+                errs += [f"{where}.{k}: expected string" for k in ("volumeId", "path")
+                         if k in entry and not isinstance(entry[k], str)]
+    return errs
+
+
+def network_volume(engine, mounts, cloud: str, data_centers: list[str]) -> tuple[dict | None, Response | None]:
+    """The volume a pod create's mounts.network names, checked against where the pod may
+    go: (volume, None), (None, None) without one, or (None, the problem to answer). It
+    must be this account's (404), the pod of Secure Cloud (400) and the volume's data
+    centre among the pod's dataCenterIds where it gives any (400). Call under engine.lock:
+    runpod_volumes' delete, which refuses a volume a pod mounts, takes it too."""
+    network = mounts.get("network") if isinstance(mounts, dict) else None
+    if not network:
+        return None, None
+    vid = network[0].get("volumeId") if isinstance(network[0], dict) else None
+    doc = engine.store.volume(PROVIDER, str(vid)) if vid else None
+    if doc is None:
+        return None, problem(404, f"network volume {vid} not found")
+    if cloud != "SECURE":
+        return None, problem(400, f"network volume {vid}: network volumes are available in Secure Cloud "
+                                  f"only, not in cloud {cloud}")
+    if data_centers and doc["dataCenter"] not in data_centers:
+        return None, problem(400, f"network volume {vid} is in data center {doc['dataCenter']}; a pod in "
+                                  f"{', '.join(data_centers)} cannot mount it")
+    return doc, None
 
 
 def new_pod_id() -> str:
@@ -218,6 +285,12 @@ def create_pod(engine, *, name: str, image: str, gpu_id: str, count: int, cloud:
     pod_id = new_pod_id()
     machine_env = {ID_VAR: pod_id, KEY_VAR: "rpa_" + secrets.token_hex(24).upper()}
     with engine.lock:
+        volume, err = network_volume(engine, (extra or {}).get("mounts"), cloud, data_centers)
+        if err is not None:
+            return None, err
+        if volume is not None:        # the pod goes where its volume is, and boots with it
+            data_centers = [volume["dataCenter"]]
+            extra = {**(extra or {}), "volume": volume["id"]}
         free = free_gpus(engine, g, cloud)
         candidates = [dc for dc in free if not data_centers or dc in data_centers]
         chosen = next((dc for dc in candidates if free[dc] >= count), None)
@@ -241,6 +314,9 @@ def post_pod(req: Request, engine) -> Response:
     errs = validate_create(body)
     if errs:
         return problem(422, "Request validation failed.", errs)
+    mounts = body.get("mounts") or {}
+    if mounts.get("persistent") and mounts.get("network"):
+        return problem(400, "mounts.persistent and mounts.network are mutually exclusive")
     if "cpu" in body:
         return problem(400, NO_CAPACITY)      # the mock rents GPU pods only
     gpu = body["gpu"]

@@ -40,6 +40,7 @@ from gpubench.launch.process import kill_group
 from gpubench.mock.forward import PortForwarder
 from gpubench.mock.netns import Network, NetnsError
 from gpubench.mock.state import MockInstance, Store
+from gpubench.providers.common import VOLUME_MOUNT
 
 SSHD = "/usr/sbin/sshd"
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
@@ -125,6 +126,26 @@ class InstanceHost:
     def home(self, inst: MockInstance) -> Path:
         return self.instance_dir(inst) / "home"
 
+    def volume_dir(self, provider: str, vid: str) -> Path:
+        """Where a mock volume's files live: outside every instance, so they outlive each."""
+        return self.root / "volumes" / f"{provider}-{vid}"
+
+    def _mount(self, inst: MockInstance, env: dict) -> None:
+        """The instance's volume (inst.extra["volume"]: its id) at VOLUME_MOUNT under the
+        instance's root directory, which its sessions are told of (GPUBENCH_MOCK_ROOT): a
+        machine's / is the host's here, so the mount lives under a root of its own."""
+        vid = inst.extra.get("volume")
+        if not vid:
+            return
+        root = self.instance_dir(inst) / "root"
+        mount = root / VOLUME_MOUNT.lstrip("/")
+        target = self.volume_dir(inst.provider, str(vid))
+        target.mkdir(parents=True, exist_ok=True)
+        mount.parent.mkdir(parents=True, exist_ok=True)
+        if not mount.is_symlink():
+            mount.symlink_to(target, target_is_directory=True)
+        env["GPUBENCH_MOCK_ROOT"] = str(root)
+
     def _prepare(self, inst: MockInstance) -> Path:
         d = self.instance_dir(inst)
         sshd_dir = d / "sshd"
@@ -140,6 +161,7 @@ class InstanceHost:
         bin_dir = self._halt_shims(inst)
         self._nvidia_smi(inst, bin_dir)
         env = dict(inst.extra.get("machine_env") or {})
+        self._mount(inst, env)
         if inst.extra.get("bad_host"):
             env["GPUBENCH_MOCK_BAD_HOST"] = inst.extra["bad_host"]   # read by the preflight probe
         machine_env = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))

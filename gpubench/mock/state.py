@@ -83,6 +83,8 @@ class Store:
                 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
                 CREATE TABLE IF NOT EXISTS sshd (provider TEXT, id TEXT, pid INTEGER,
                                                  PRIMARY KEY (provider, id));
+                CREATE TABLE IF NOT EXISTS volumes (provider TEXT, id TEXT, data TEXT,
+                                                    PRIMARY KEY (provider, id));
             """)
 
     def close(self) -> None:
@@ -187,6 +189,30 @@ class Store:
             value = int(row[0]) + 1 if row else start
             self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, str(value)))
         return value
+
+    # volumes: each provider's own JSON document (its API's fields), one row each; their
+    # files live in the state directory's volumes/<provider>-<id>/ (sshhost.volume_dir)
+    def put_volume(self, provider: str, vid: str, doc: dict) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO volumes VALUES (?, ?, ?)",
+                             (provider, str(vid), json.dumps(doc)))
+
+    def volume(self, provider: str, vid: str) -> dict | None:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM volumes WHERE provider=? AND id=?",
+                                   (provider, str(vid))).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def volumes(self, provider: str) -> list[dict]:
+        with self._lock:
+            rows = self._db.execute("SELECT data FROM volumes WHERE provider=? ORDER BY rowid",
+                                    (provider,)).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def delete_volume(self, provider: str, vid: str) -> bool:
+        with self._lock:
+            cur = self._db.execute("DELETE FROM volumes WHERE provider=? AND id=?", (provider, str(vid)))
+        return cur.rowcount > 0
 
     # sshd pids, so that a restarted mock can reap what a killed one left behind
     def set_pid(self, provider: str, iid: str, pid: int | None) -> None:

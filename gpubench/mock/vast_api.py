@@ -12,7 +12,7 @@ create's `env` ({"-p 10022:10022": "1"}) are mapped beside 22/tcp and served: in
 mode the instance's own address is its public_ipaddr and each port maps to itself; in
 loopback mode each gets a public port of 127.0.0.1 that the mock forwards to the container
 port (TCP). GET /api/v0/charges/ answers from what the mock billed (billing.py). Physical clusters and
-overlay networks are in vast_overlays.py.
+overlay networks are in vast_overlays.py; local volumes, and an ask's `volume_info`, in vast_volumes.py.
 """
 
 from __future__ import annotations
@@ -22,16 +22,12 @@ import json
 import re
 import secrets
 
-from gpubench.mock import billing, vast_instances, vast_overlays
-from gpubench.mock.vast_common import PROVIDER, USER_ID, error, json_body, select
+from gpubench.mock import billing, vast_instances, vast_overlays, vast_volumes
+from gpubench.mock.vast_common import PROVIDER, USER_ID, error, json_body, next_contract_id, select
 from gpubench.mock.web import NOT_MINE, SURELY, Request, Response
 
 API_KEY = "5f1d0c9a8b7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c"
 _ASK = re.compile(r"^/api/v0/asks/(\d+)$")
-# Vast.ai instance ids are 8-digit integers. Each mock starts at its own point in that
-# range (from its mock_id), so two mocks side by side hand out different ids.
-FIRST_INSTANCE_ID = 24_100_000
-INSTANCE_ID_SPREAD = 800_000
 
 
 # Vast.ai puts each instance's own id and an API key scoped to it in the instance's
@@ -49,10 +45,6 @@ def claim(req: Request) -> int:
     if p.startswith("/api/v1/") and (p == "/api/v1/instances/" or api_key_of(req) == API_KEY):
         return SURELY
     return NOT_MINE
-
-
-def first_instance_id(mock_id: str) -> int:
-    return FIRST_INSTANCE_ID + int(mock_id, 16) % INSTANCE_ID_SPREAD
 
 
 def self_removal(req: Request, engine) -> bool:
@@ -110,7 +102,7 @@ def handle(req: Request, engine) -> Response:
         return _charges(req, engine)
     if (mt := _ASK.match(p)) and m == "PUT":
         return _create(int(mt.group(1)), req, engine)
-    for route in (vast_instances.route, vast_overlays.route):
+    for route in (vast_instances.route, vast_overlays.route, vast_volumes.route):
         found = route(req, engine)
         if found is not None:
             return found
@@ -189,7 +181,10 @@ def _create(ask_id: int, req: Request, engine) -> Response:
     with engine.lock:
         if engine.available(PROVIDER, str(offer.id), offer.capacity) < 1:
             return gone
-        iid = engine.store.next_counter("vast_instance_id", first_instance_id(engine.store.mock_id))
+        volume = vast_volumes.for_ask(body.get("volume_info"), offer, engine)
+        if isinstance(volume, Response):
+            return volume
+        iid = next_contract_id(engine)
         machine_env = {ID_VAR: str(iid), KEY_VAR: secrets.token_hex(32)}
         dph = price if price is not None else offer.dph
         inst = engine.launch(
@@ -202,7 +197,8 @@ def _create(ask_id: int, req: Request, engine) -> Response:
                    "machine_id": offer.machine_id, "host_id": offer.host_id, "ask_id": offer.id,
                    "gpu_ram": offer.gpu.memory_gb * 1024, "min_bid": offer.min_bid,
                    "cuda_max_good": float(offer.gpu.cuda), "machine_env": machine_env,
-                   "port_map": engine.public_ports(container_ports(env)), "offer": offer.row(0, price is not None, disk)})
+                   "port_map": engine.public_ports(container_ports(env)),
+                   "offer": offer.row(0, price is not None, disk), **volume})
     # the key scoped to this instance, as Vast.ai returns it (see self_removal)
     return Response(200, {"success": True, "new_contract": int(inst.id),
                           "instance_api_key": machine_env[KEY_VAR]})

@@ -11,6 +11,11 @@ from gpubench.mock.web import Request, Response
 
 PROVIDER = "vast"
 USER_ID = 424242
+# Vast.ai contract ids (instances and volumes alike: a volume is a contract too, "V.<id>")
+# are 8-digit integers. Each mock starts at its own point in that range (from its
+# mock_id), so two mocks side by side hand out different ids.
+FIRST_INSTANCE_ID = 24_100_000
+INSTANCE_ID_SPREAD = 800_000
 # Query keys that are not conditions on a row's fields.
 SPECIAL_KEYS = {"order", "type", "limit", "allocated_storage", "disable_bundling"}
 
@@ -26,6 +31,15 @@ def json_body(req: Request) -> dict | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else ({} if body is None else None)
+
+
+def first_instance_id(mock_id: str) -> int:
+    return FIRST_INSTANCE_ID + int(mock_id, 16) % INSTANCE_ID_SPREAD
+
+
+def next_contract_id(engine) -> int:
+    """A new contract id: an instance's or a volume's, from one counter."""
+    return engine.store.next_counter("vast_instance_id", first_instance_id(engine.store.mock_id))
 
 
 def iso(ts: float) -> str:

@@ -7,7 +7,7 @@ and the keys attached to one instance.
 actual_status goes null -> loading -> running; an interruptible instance hit by a
 `dies` fault is outbid (intended/cur/next state "stopped"), an on-demand one goes
 offline. A row's ports map 22/tcp to the instance's sshd, then the ports its create
-asked for.
+asked for; its `volume_info` lists the local volume its create linked (vast_volumes.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 import re
 import time
 
-from gpubench.mock import billing
+from gpubench.mock import billing, vast_volumes
 from gpubench.mock.faults import listed
 from gpubench.mock.state import DEAD, PENDING, RUNNING, STOPPED, MockInstance
 from gpubench.mock.vast_common import PROVIDER, USER_ID, error, iso, json_body, select
@@ -136,7 +136,8 @@ def _row(engine, inst: MockInstance) -> dict:
         "inet_up": 800.0, "inet_down": 1500.0, "start_date": inst.created_at,
         "end_date": offer.get("end_date", inst.created_at + 30 * 86400.0),
         "uptime_mins": round((now - inst.running_since) / 60, 2) if running and inst.running_since else None,
-        "jupyter_token": inst.id.encode().hex() * 4, "volume_info": [], "rentable": False, "external": False,
+        "jupyter_token": inst.id.encode().hex() * 4, "volume_info": vast_volumes.instance_volumes(x),
+        "rentable": False, "external": False,
         "cpu_util": 0.0 if running else None, "gpu_temp": 35.0 if running else None,
         "mem_limit": 64.0 * inst.gpu_count, "mem_usage": 0.0, "vmem_usage": 0.0,
         "search": costs, "instance": dict(costs), "storage_total_cost": costs["diskHour"],

@@ -43,15 +43,17 @@ def marker_digest(command: str, cwd: str, python: str) -> str:
 
 def ensure_setup(conn: SshConnection, command: str, python: str, state_dir: str, cwd: str,
                  env: dict[str, str], echo: Callable[[str], None],
-                 timeout: float = SETUP_TIMEOUT_S) -> SetupDone:
-    """Run `command` in `cwd` unless its marker is there; SetupError when it fails."""
+                 timeout: float = SETUP_TIMEOUT_S, per: str = "machine") -> SetupDone:
+    """Run `command` in `cwd` unless its marker is there; SetupError when it fails. The
+    marker lives under `state_dir`: the machine's state, or its volume's (`per`), so that
+    a data set a setup downloads to the volume serves every machine rented with it."""
     q = shlex.quote
     marker = f"{state_dir}/setup/{marker_digest(command, cwd, python)}.done"
     code, _ = conn.capture(f"test -e {q(marker)}", 60)
     if code == 0:
-        echo(f"{conn.target}: setup already done on this machine: {command}")
+        echo(f"{conn.target}: setup already done on this {per}: {command}")
         return SetupDone(False)
-    echo(f"{conn.target}: setup (once per machine): {command}")
+    echo(f"{conn.target}: setup (once per {per}): {command}")
     bin_dir = f"{state_dir}/{BIN}"
     # wrappers, not links: a link to a virtual environment's python elsewhere loses the
     # environment (python finds its pyvenv.cfg beside the path it was started by)

@@ -30,6 +30,7 @@ class RemoteHost:
     gpu_name: str = ""             # "" when unknown: taken from nvidia-smi
     gpu_count: int | None = None   # None when unknown: taken from nvidia-smi
     price_per_hour: float | None = None
+    volume: str | None = None      # the ledger's volume it was rented with (mounted at VOLUME_MOUNT)
 
 
 def resolve(name: str, key_file: Path | None = None, price: float | None = None,
@@ -80,4 +81,4 @@ def host_from_entry(entry, key_file: Path | None = None, price: float | None = N
                        check_key_file(key))
     return RemoteHost(target, entry.provider, name, entry.instance_type or "",
                       entry.gpu_name or "", entry.gpu_count,
-                      price if price is not None else entry.price_per_hour)
+                      price if price is not None else entry.price_per_hour, entry.volume)

@@ -94,7 +94,8 @@ CREATE TABLE IF NOT EXISTS instances (
     gate TEXT,
     provider_cluster_id TEXT,
     overlay_id TEXT,
-    overlay_gone_at REAL
+    overlay_gone_at REAL,
+    volume TEXT
 );
 CREATE INDEX IF NOT EXISTS instances_name ON instances(name);
 """
@@ -104,7 +105,7 @@ _ADDED_COLUMNS = (("account_endpoint", "TEXT"), ("key_fingerprint", "TEXT"),
                   ("deadline_at", "REAL"), ("watchdog", "TEXT"), ("billed_cost", "REAL"),
                   ("cluster", "TEXT"), ("node_index", "INTEGER"), ("private_ip", "TEXT"),
                   ("port_map", "TEXT"), ("gate", "TEXT"), ("provider_cluster_id", "TEXT"),
-                  ("overlay_id", "TEXT"), ("overlay_gone_at", "REAL"))
+                  ("overlay_id", "TEXT"), ("overlay_gone_at", "REAL"), ("volume", "TEXT"))
 
 
 class LedgerError(GpubenchError):
@@ -159,6 +160,7 @@ class LedgerEntry:
     overlay_id: str | None = None         # the provider's overlay network joining the cluster's
     #                                       members (Vast.ai), kept on every member's row
     overlay_gone_at: float | None = None  # when the provider's list confirmed that overlay gone
+    volume: str | None = None             # the ledger's volume it was rented with (mounted at VOLUME_MOUNT)
 
     @property
     def active(self) -> bool:

@@ -134,3 +134,23 @@ def fake_api():
         yield api
     finally:
         api.close()
+
+
+# --------------------------------------------------------------------------- volumes
+@pytest.fixture
+def volume_cloud(tmp_path, monkeypatch):
+    """The mock cloud with quick client settings, for the volume tests of each provider."""
+    from tests.helpers import QUICK_CLIENT, mock_cloud
+
+    yield from mock_cloud(tmp_path, monkeypatch, **QUICK_CLIENT)
+
+
+@pytest.fixture
+def ssh_key(tmp_path):
+    """A fresh ed25519 key pair in tmp_path: the private key's path."""
+    import subprocess
+
+    path = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vol", "-f", str(path)],
+                   check=True, timeout=30)
+    return path
