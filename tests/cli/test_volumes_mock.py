@@ -98,3 +98,22 @@ def test_bad_volume_input_is_one_line_and_makes_nothing(cloud, cli):
     code, _, err = cli("volume", "create", "runpod", "big", "--size", "5000", "--yes")
     assert code != 0 and len(err.strip().splitlines()) == 1
     assert VolumesLedger().rows(include_deleted=True) == []
+
+
+def test_a_filesystem_made_outside_gpubench_is_listed_as_not_its_own(cloud, cli):
+    from tests.mock.helpers import Api
+
+    env = cloud.env()
+    lam = Api(env["GPUBENCH_LAMBDA_URL"], {"Authorization": f"Bearer {env['LAMBDA_API_KEY']}"})
+    code, _, err = cli("volume", "create", "lambda", "data", "--yes")
+    assert code == 0, err
+    region = VolumesLedger().find("data").place
+    made = lam("POST", "/filesystems", json={"name": "teamdata", "region": region})
+    assert made.status_code == 200, made.text
+    code, out, err = cli("volume", "ls", "--format", "json")
+    assert code == 0, err
+    listed = {v["name"]: v for v in json.loads(out)}
+    assert listed["data"]["ours"] and listed["data"]["status"] == "ready"
+    assert not listed["teamdata"]["ours"] and listed["teamdata"]["status"] == "not gpubench's"
+    code, out, _ = cli("volume", "ls")
+    assert "not gpubench's" in out and "a month in all" in out
