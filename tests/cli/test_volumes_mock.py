@@ -51,6 +51,23 @@ def _run(cli, tmp_path, name: str, word: str) -> tuple[dict, str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("provider, size", [("lambda", None), ("runpod", 20), ("vast", 20)])
 def test_a_volume_outlives_its_machine_and_pins_the_next(cloud, cli, tmp_path, provider, size):
+    volume_life(cli, tmp_path, provider, size)
+
+
+@pytest.mark.slow
+def test_in_namespace_mode_too(tmp_path, monkeypatch, cli):
+    """Each machine a host of its own on the mock's bridge: the volume's files still reach
+    the next machine rented with it."""
+    from tests.mock.helpers import netns_mock_cloud
+
+    with netns_mock_cloud(tmp_path / "mock", monkeypatch, boot_delay=0.0):
+        volume_life(cli, tmp_path, "runpod", 20)
+
+
+def volume_life(cli, tmp_path, provider: str, size: int | None) -> None:
+    """Make a volume, rent a machine with it, write to $GPUBENCH_DATA, find it refused by
+    rm while attached and listed with a cost, take the machine down, rent another with it
+    (placed where it is), read what the first wrote, take it down, remove the volume."""
     code, out, err = cli("volume", "create", provider, "data", *(["--size", str(size)] if size else []),
                          "--gpu-type", "H100", "--yes")
     assert code == 0, err
