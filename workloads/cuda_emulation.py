@@ -243,6 +243,7 @@ class Emulation:
         self._serialization()
         self._distributed()
         self._compile()
+        torch.Generator = _generator_class()
         # DataParallel scatters each batch over the process's GPUs; at one GPU it is the module
         _stand_in(torch.nn.DataParallel, "module", on_wrap=self._data_parallel)
         torch.Tensor.pin_memory = lambda self, device=None: self   # DataLoader's pinning thread
@@ -767,6 +768,26 @@ def _fsdp2_unit() -> dict:
     methods.update(unshard=_unit_unshard, reshard=_unit_reshard, forward=_unit_forward, _apply=_unit_apply,
                    __deepcopy__=_unit_deepcopy)
     return methods
+
+
+def _generator_class():
+    """torch.Generator, with a generator asked for on CUDA made on the CPU (the meta
+    device's random functions take it; there are no numbers to draw). Every generator is
+    still an instance of it, the CPU's default one included."""
+    base = torch._C.Generator
+
+    class _Any(type(base)):
+        def __instancecheck__(cls, obj) -> bool:
+            return isinstance(obj, base)
+
+    class Generator(base, metaclass=_Any):
+        def __new__(cls, device="cpu"):
+            return base.__new__(cls, "cpu" if _is_cuda(device) else device)
+
+        def __init__(self, device="cpu") -> None:
+            pass
+
+    return Generator
 
 
 def _with_meta(original) -> list[str]:

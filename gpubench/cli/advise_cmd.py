@@ -174,7 +174,18 @@ def subject_of(workload: str, args: tuple, records: list[dict], suite_subject, g
 
         return script_subject(ref, args, records, gpus=gpus, nodes=nodes)
     suite.check_args(ref, list(args))
-    return suite_subject(ref.name, args, records)
+    from gpubench.predict.subject import NoSubject
+
+    try:
+        return suite_subject(ref.name, args, records)
+    except NoSubject as refused:
+        # arguments the suite has no profile of: counted on this CPU as a script is
+        import dataclasses
+
+        from gpubench.predict.calibrate import script_subject
+
+        err(f"note: {refused}; counting it on this machine's CPU instead, as a script is")
+        return script_subject(dataclasses.replace(ref, in_suite=False), args, records, gpus=gpus, nodes=nodes)
 
 
 def _offers(provider: str | None, gpu: str | None) -> list:

@@ -47,3 +47,14 @@ def test_each_shape_is_counted_as_the_world_asked_runs_it(tmp_path, monkeypatch,
     assert counted("dp").data_parallel   # one GPU: the module it wraps
     with pytest.raises(CalibrationError, match="nn.DataParallel: one process driving 4 GPUs"):
         counted("dp", 4)
+
+
+@pytest.mark.slow
+def test_a_suite_workload_at_arguments_it_has_no_profile_of_is_counted_not_refused(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # the calibration's run starts here: its files are moved aside here
+    code, out, err = cli("predict", "resnet-ddp", "--gpu", "H200", "--gpus", "2", "--format", "json", "--",
+                         "--depth", "18", "--width", "8", "--image-size", "32", "--batch-size", "4")
+    assert code == 0, err
+    assert "no profile at these arguments" in err and "counting it on this machine's CPU instead" in err
+    (answer,) = json.loads(out)
+    assert answer["throughput"] > 0 and answer["basis"] == "modelled"
