@@ -58,7 +58,7 @@ def down(
         if held:   # before anything is terminated; a pull that fails keeps every machine
             keep_outputs.pull_unpulled(held, say=err)
         report = take_down(ledger, plan, say=err, on_result=lambda result: _say_result(result, out))
-        if discard_outputs and (given_up := keep_outputs.discard([e.name for e in machines])):
+        if discard_outputs and (given_up := keep_outputs.discard(machines)):
             err(f"gave up the files of {given_up} count(s) that were not pulled (--discard-outputs)")
     if len(report.reached) > 1:
         billed = report.total_billed

@@ -43,7 +43,7 @@ def ls(
     if not rows and fmt == "table":
         out("no instances")
         return
-    unpulled = keep_outputs.pending_counts([r.name for r in rows])
+    unpulled = keep_outputs.pending_counts([r.entry for r in rows if r.entry is not None])
     out(render_rows([_in_one_vocabulary(r, unpulled.get(r.name)) for r in rows], _chosen(rows, fmt, fit),
                     fmt, keep=KEEP, fit=fit))
     if fmt == "table":

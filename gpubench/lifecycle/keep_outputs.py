@@ -61,15 +61,16 @@ def files_of(entry: LedgerEntry, row: RunOutputs) -> RunFiles:
 def unpulled(entries: list[LedgerEntry], declared_only: bool = False) -> list[Unpulled]:
     """Each of these machines with files not yet brought back, listed with their sizes
     (over SSH: a machine that does not answer says why)."""
-    by_name = {e.name: e for e in entries}
+    by_key = {(e.name, e.row_id): e for e in entries}
     with OutputsLedger() as ledger:
-        rows = ledger.pending(list(by_name))
+        rows = ledger.pending(list(by_key))
     if declared_only:
         rows = [r for r in rows if r.declared_pending]
-    found: dict[str, Unpulled] = {}
+    found: dict[tuple[str, int], Unpulled] = {}
     empty: list[int] = []
     for row in rows:
-        item = found.setdefault(row.machine, Unpulled(by_name[row.machine], []))
+        key = (row.machine, row.instance_row)
+        item = found.setdefault(key, Unpulled(by_key[key], []))
         item.rows.append(row)
         if item.unreachable:
             continue
@@ -119,20 +120,20 @@ def pull_unpulled(items: list[Unpulled], say: Say = silent, declared_only: bool 
     return count
 
 
-def discard(names: list[str]) -> int:
+def discard(entries: list[LedgerEntry]) -> int:
     """The user gave up these machines' files not yet brought back: they are no longer
     asked about. Returns how many counts' files that was."""
     with OutputsLedger() as ledger:
-        rows = ledger.pending(names)
+        rows = ledger.pending([(e.name, e.row_id) for e in entries])
         for row in rows:
             ledger.discarded(row.row_id)
     return len(rows)
 
 
-def pending_counts(names: list[str]) -> dict[str, int]:
-    """{machine: counts whose files are not yet brought back}, from the ledger alone."""
+def pending_counts(entries: list[LedgerEntry]) -> dict[str, int]:
+    """{machine name: counts whose files are not yet brought back}, from the ledger alone."""
     with OutputsLedger() as ledger:
-        rows = ledger.pending(names)
+        rows = ledger.pending([(e.name, e.row_id) for e in entries])
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.machine] = counts.get(row.machine, 0) + 1

@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS run_outputs (
     ended_at REAL,
     pulled_at REAL,
     left_pulled_at REAL,
-    discarded_at REAL
+    discarded_at REAL,
+    instance_row INTEGER
 );
 CREATE INDEX IF NOT EXISTS run_outputs_machine ON run_outputs(machine);
 """
@@ -56,6 +57,7 @@ class RunOutputs:
     pulled_at: float | None = None   # the declared outputs are here
     left_pulled_at: float | None = None
     discarded_at: float | None = None
+    instance_row: int | None = None  # the machine's ledger row: a later machine of the same name is another
 
     @property
     def patterns(self) -> tuple[str, ...]:
@@ -99,12 +101,14 @@ class OutputsLedger:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def begin(self, machine: str, run_id: str, label: str, remote_root: str,
+    def begin(self, machine: tuple[str, int], run_id: str, label: str, remote_root: str,
               patterns: tuple[str, ...], dest: Path) -> int:
+        """The row of a count about to run on `machine` (its name and ledger row)."""
+        name, instance_row = machine
         cur = self._db.execute(
-            "INSERT INTO run_outputs (machine, run_id, label, remote_root, declared, dest, started_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (machine, run_id, label, remote_root, json.dumps(list(patterns)), str(dest), time.time()))
+            "INSERT INTO run_outputs (machine, instance_row, run_id, label, remote_root, declared, dest, "
+            "started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, instance_row, run_id, label, remote_root, json.dumps(list(patterns)), str(dest), time.time()))
         return int(cur.lastrowid)
 
     def ended(self, row_id: int, kept_in: str | None, left: list[tuple[str, int]]) -> None:
@@ -118,14 +122,18 @@ class OutputsLedger:
     def discarded(self, row_id: int) -> None:
         self._set(row_id, discarded_at=time.time())
 
-    def pending(self, machines: list[str]) -> list[RunOutputs]:
-        """The rows of these machines with files not yet brought back, oldest first."""
+    def pending(self, machines: list[tuple[str, int]]) -> list[RunOutputs]:
+        """The rows of these machines (name, ledger row) with files not yet brought back,
+        oldest first."""
         if not machines:
             return []
-        marks = ", ".join("?" for _ in machines)
+        wanted = set(machines)
+        names = sorted({name for name, _ in wanted})
+        marks = ", ".join("?" for _ in names)
         rows = self._db.execute(f"SELECT * FROM run_outputs WHERE machine IN ({marks}) "
-                                "AND discarded_at IS NULL ORDER BY row_id", machines).fetchall()
-        return [r for r in (RunOutputs(**dict(row)) for row in rows) if r.pending]
+                                "AND discarded_at IS NULL ORDER BY row_id", names).fetchall()
+        return [r for r in (RunOutputs(**dict(row)) for row in rows)
+                if r.pending and (r.machine, r.instance_row) in wanted]
 
     def _set(self, row_id: int, **values) -> None:
         bad = set(values) - set(_COLUMNS)

@@ -20,11 +20,18 @@ from typing import Callable
 from gpubench.errors import GpubenchError
 from gpubench.launch.base import Launcher, RunOutcome
 from gpubench.remote.pull import PullError, RunFiles, listing, matches, pull, size_text
+from gpubench.store.ledger import Ledger
 from gpubench.store.outputs import OutputsLedger
 from gpubench.suite import WorkloadRef
 
 PULL_EVERY_S = float(os.environ.get("GPUBENCH_OUTPUTS_PULL_EVERY", "300"))
 OUTPUTS_DIR = "outputs"
+
+
+def _live_row(name: str):
+    """The ledger's live machine called `name` (its row, which the outputs are kept under)."""
+    with Ledger() as ledger:
+        return ledger.find_active(name)
 
 
 def outputs_dest(results: Path, run_id: str, label: str) -> Path:
@@ -57,9 +64,10 @@ class OutputKeeper:
         if self.files is None:
             return
         dest = outputs_dest(self.results, self.run_id, label)
-        if self.files.machine:
+        entry = _live_row(self.files.machine) if self.files.machine else None
+        if entry is not None:
             with OutputsLedger() as ledger:
-                self._row = ledger.begin(self.files.machine, self.run_id, label, self.files.root,
+                self._row = ledger.begin((entry.name, entry.row_id), self.run_id, label, self.files.root,
                                          self.patterns, dest)
         if self.patterns and PULL_EVERY_S > 0:
             self._stop.clear()

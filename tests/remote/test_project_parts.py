@@ -58,15 +58,17 @@ def test_output_patterns_as_rsync_filters_and_matches():
 
 def test_the_outputs_ledger_knows_what_is_still_on_the_machine(tmp_path):
     with OutputsLedger(tmp_path / "ledger.sqlite") as ledger:
-        declared = ledger.begin("big", "run1", "1gpu", "gpubench/workdir", ("checkpoints/",), tmp_path / "d1")
-        undeclared = ledger.begin("big", "run1", "2gpus", "gpubench/workdir", (), tmp_path / "d2")
-        ledger.begin("other", "run2", "1gpu", "w", ("x/",), tmp_path / "d3")
-        assert [r.label for r in ledger.pending(["big"])] == ["1gpu"]   # killed: its declared ones
+        big = ("big", 7)
+        declared = ledger.begin(big, "run1", "1gpu", "gpubench/workdir", ("checkpoints/",), tmp_path / "d1")
+        undeclared = ledger.begin(big, "run1", "2gpus", "gpubench/workdir", (), tmp_path / "d2")
+        ledger.begin(("other", 8), "run2", "1gpu", "w", ("x/",), tmp_path / "d3")
+        assert [r.label for r in ledger.pending([big])] == ["1gpu"]   # killed: its declared ones
+        assert ledger.pending([("big", 9)]) == []   # a later machine of the same name is another
         ledger.ended(declared, ".gpubench-left-behind/a", [])
         ledger.pulled(declared)
         ledger.ended(undeclared, ".gpubench-left-behind/b", [("scratch.bin", 3000)])
-        (row,) = ledger.pending(["big"])
+        (row,) = ledger.pending([big])
         assert (row.label, row.left, row.declared_pending, row.left_pending) == (
             "2gpus", [("scratch.bin", 3000)], False, True)
         ledger.discarded(row.row_id)
-        assert ledger.pending(["big"]) == []
+        assert ledger.pending([big]) == []
