@@ -78,7 +78,8 @@ class OutputKeeper:
     def _pull_while_running(self, dest: Path) -> None:
         while not self._stop.wait(PULL_EVERY_S):
             try:
-                pull(self.files, "", self.patterns, dest, check=False)
+                # bounded by the interval: a slow link's pull gives way to the next one
+                pull(self.files, "", self.patterns, dest, timeout=max(PULL_EVERY_S, 60.0), check=False)
             except GpubenchError:
                 pass  # the run's own end says what became of it; the next pull tries again
 
