@@ -17,7 +17,8 @@ import typer  # noqa: E402
 from gpubench import __version__  # noqa: E402
 from gpubench.cli import (advise_cmd, bench_cmd, config_cmd, down_cmd, logs_cmd,  # noqa: E402
                           ls_cmd, mock_cmd, offers_cmd, predict_cmd, provision_cmd, providers_cmd,
-                          pull_cmd, report_cmd, run_cmd, ssh_cmd, volume_cmd, workloads_cmd)
+                          pull_cmd, report_cmd, run_cmd, ssh_cmd, top_cmd, volume_cmd,
+                          workloads_cmd)
 from gpubench.cli.render import err  # noqa: E402
 from gpubench.errors import GpubenchError  # noqa: E402
 
@@ -57,6 +58,7 @@ provision_cmd.register(app)
 ls_cmd.register(app)
 down_cmd.register(app)
 ssh_cmd.register(app)
+top_cmd.register(app)
 pull_cmd.register(app)
 volume_cmd.register(app)
 bench_cmd.register(app)

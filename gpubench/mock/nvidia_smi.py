@@ -8,11 +8,20 @@ count, their memory, and `bad`: the preflight check this instance fails (the moc
 bad-host fault), which shows here as a real card would show it. Figures only a real
 GPU has (utilisation, power, temperature) answer [N/A], and a sampling loop (-l, -lms)
 is refused: a CPU stands in for the GPUs.
+
+`--query-compute-apps` lists the processes of this instance (GPUBENCH_MOCK_INSTANCE=
+CONFIG's seed, which its sessions export) that say they use a GPU: those whose
+environment carries GPUBENCH_MOCK_GPU=<index>[,<index>...], a test's stand-in for a
+process holding the device (a "ghost" is a `sleep` started so). Their GPU memory is
+[N/A], a figure only a real GPU has.
 """
 
 import json
+import os
 import sys
 import uuid
+
+MOCK_DEVICE_VAR = "GPUBENCH_MOCK_GPU"
 
 DRIVER = ("550.54.15", "12.4")
 OLD_DRIVER = ("470.256.02", "11.4")    # before 535: no clocks_event_reasons.active
@@ -80,6 +89,64 @@ def query(cfg, args):
     return 0
 
 
+def _environ(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return dict(item.decode("utf-8", "replace").split("=", 1)
+                for item in raw.split(b"\0") if b"=" in item)
+
+
+def _exited(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2:][:1] in ("Z", "X")
+
+
+def app_rows(cfg):
+    """One row per (process, GPU) of this instance's processes marked as using a GPU."""
+    gpus = {r["index"]: r for r in gpu_rows(cfg)[0]}
+    rows = []
+    for entry in sorted((e for e in os.listdir("/proc") if e.isdigit()), key=int):
+        env = _environ(entry)
+        if not env or env.get("GPUBENCH_MOCK_INSTANCE") != cfg["seed"] \
+                or MOCK_DEVICE_VAR not in env or _exited(entry):
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                name = f.read().split(b"\0")[0].decode("utf-8", "replace")
+        except OSError:
+            continue
+        for index in env[MOCK_DEVICE_VAR].split(","):
+            gpu = gpus.get(index.strip())
+            if gpu is not None:
+                rows.append({"pid": entry, "process_name": name, "gpu_uuid": gpu["uuid"],
+                             "gpu_name": gpu["name"], "gpu_bus_id": gpu["pci.bus_id"],
+                             "used_memory": "[N/A]", "used_gpu_memory": "[N/A]"})
+    return rows
+
+
+def query_apps(cfg, args):
+    fields = [f.strip() for f in option(args, "--query-compute-apps").split(",") if f.strip()]
+    known = ("pid", "process_name", "gpu_uuid", "gpu_name", "gpu_bus_id", "used_memory",
+             "used_gpu_memory")
+    for f in fields:
+        if f not in known:
+            print(f'Field "{f}" is not a valid field to query.', file=sys.stderr)
+            return 2
+    form = option(args, "--format") or ""
+    if "noheader" not in form:
+        print(", ".join(fields))
+    for r in app_rows(cfg):
+        print(", ".join(r[f] for f in fields))
+    return 0
+
+
 def table(cfg):
     rows, (driver, cuda) = gpu_rows(cfg)
     bar = "+" + "-" * 89 + "+"
@@ -109,6 +176,8 @@ def main(argv):
     args = argv[1:]
     if any(a.startswith("--query-gpu") for a in args):
         return query(cfg, args)
+    if any(a.startswith("--query-compute-apps") for a in args):
+        return query_apps(cfg, args)
     if args[:1] in (["-L"], ["--list-gpus"]):
         for r in gpu_rows(cfg)[0]:
             print(f"GPU {r['index']}: {r['name']} (UUID: {r['uuid']})")

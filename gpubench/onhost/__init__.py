@@ -14,6 +14,8 @@ guard and load watch, the tests).
 - leases.py           a sweep's lease on a machine, which the watchdog respects
 - machine_load.py     how busy the machine was around a run
 - workdir_guard.py    what a user's script left or changed in its working directory
+- python_env.py       the machine's python: its torch stack held, PEP 668, uv (remote/deps.py)
+- gpu_top.py          each GPU's use and the processes on it, ghosts found (cli/top_cmd.py)
 """
 
 from __future__ import annotations
