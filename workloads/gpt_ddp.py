@@ -217,7 +217,7 @@ def run(workload: str, argv: list[str] | None,
         steps_per_epoch = max(1, OPENWEBTEXT_TRAIN_TOKENS // tokens_per_step)
         steps = harness.measured_steps(args, steps_per_epoch,
                                        flags.GPU_DEFAULT_STEPS[workload])  # without --steps/--epochs
-        timer = harness.measure(ctx, args, trainer.step, steps)
+        timer = harness.measure(ctx, args, trainer.step, steps, model=trainer.model)
 
         # Model FLOPs per token: 6*N (2 FLOPs per multiply-add, forward + backward = 3x the
         # forward) + 12*L*H*Q*T (attention scores and their weighted sum). MFU: the model

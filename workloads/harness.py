@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import gc
 import json
+import math
 import os
 import platform
 import socket
@@ -31,6 +32,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import host_malloc
 import metrics
 import record_schema
+import step_parts
 from flags import check_positive, common_parser  # noqa: F401  (the flags every workload shares)
 from gpu_monitor import GpuMonitor
 from pg_timeout import collective_timeout
@@ -153,11 +155,14 @@ class StepTimer:
 
     On CUDA each step is bracketed by events that are read once at the end;
     on CPU the clock is read directly. The whole window is bracketed by a
-    device sync so its wall time covers all queued work.
+    device sync so its wall time covers all queued work. `parts` (StepParts)
+    splits each step into its parts on the same clock, its hooks in place only
+    while the window runs.
     """
 
     device: torch.device
     monitor: "GpuMonitor | None" = None  # samples the GPU while the window runs
+    parts: "StepParts | None" = None  # the steps in parts (data, compute, communication)
     _events: list = field(default_factory=list)
     _cpu_times: list = field(default_factory=list)
     _window_start: float = 0.0
@@ -167,31 +172,183 @@ class StepTimer:
         synchronize(self.device)
         if self.monitor is not None:
             self.monitor.start()
+        if self.parts is not None:
+            self.parts.start()
         self._window_start = time.perf_counter()
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
+        parts = self.parts
         if self.device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
+            if parts is not None:
+                parts.begin(start)
             yield
             end.record()
             self._events.append((start, end))
+            if parts is not None:
+                parts.end(end)
         else:
             t0 = time.perf_counter()
+            if parts is not None:
+                parts.begin(t0)
             yield
-            self._cpu_times.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            self._cpu_times.append(t1 - t0)
+            if parts is not None:
+                parts.end(t1)  # after the step's clock: DDP's timing is read outside the step
 
     def stop_window(self) -> None:
         synchronize(self.device)
         self.window_seconds = time.perf_counter() - self._window_start
         if self.monitor is not None:
             self.monitor.stop()
+        if self.parts is not None:
+            self.parts.stop()
 
     def step_seconds(self) -> list[float]:
         if self._events:
             return [s.elapsed_time(e) / 1000.0 for s, e in self._events]
         return list(self._cpu_times)
+
+    def step_parts(self) -> dict | None:
+        """This rank's step in parts (step_parts.summarise: seconds adding up to its median
+        step), or None where the parts were not measured."""
+        if self.parts is None:
+            return None
+        seconds = self.step_seconds()
+        median = statistics.median(seconds) if seconds else None
+        return step_parts.summarise(self.parts.split(seconds), median)
+
+
+PARTS_ENV = "GPUBENCH_STEP_PARTS"  # "off": the steps are not split (benchmarks/probe_overhead.py)
+DDP_SAMPLES = 16  # on a GPU, DDP's timing is read at about this many steps of the window
+
+
+class StepParts:
+    """Each timed step in parts (step_parts.split_step), on the step timer's clock (CUDA
+    events on a GPU, read after the window; the host's clock on a CPU): the data, from the
+    step's start to the model's first forward (the batch's indexing and copy, zero_grad);
+    the compute, from there to the end of the last optimizer step (the step's end where
+    none ran), less the exposed communication; the exposed communication as DDP times it
+    itself (backward_comm_time less backward_compute_comm_overlap_time of
+    _get_ddp_logging_data(), read after each step outside its timing: the iteration DDP
+    logged at this step's forward, the step before; on a CPU DDP is asked to time every
+    iteration, on a GPU about DDP_SAMPLES of the window's, as its timing synchronises
+    the device at each sampled forward, the others taking the median of the sampled);
+    and the rest (the host after the optimizer, synchronisation). Its hooks (a forward
+    pre-hook on the model, a global optimizer step post-hook) are in place only while
+    the window runs."""
+
+    def __init__(self, device: torch.device, model: torch.nn.Module, steps: int) -> None:
+        self.device = device
+        self.model = model
+        inner = getattr(model, "_orig_mod", model)  # torch.compile's wrapper
+        self.ddp = inner if isinstance(inner, DDP) else None
+        self.cuda = device.type == "cuda"
+        self.sample_rate = max(1, steps // DDP_SAMPLES) if self.cuda else 1
+        self._handles: list = []
+        self._step: list = [None, None, None]  # start, first forward, last optimizer end
+        self._marks: list[tuple] = []  # (start, forward, optimizer end, end) a step
+        self._comm: list[float | None] = []  # exposed communication a step, where sampled
+        self._iteration = None  # the iteration DDP logged last
+        self.ddp_failed = None  # why DDP's timing could not be read
+
+    @classmethod
+    def for_model(cls, model: torch.nn.Module | None, device: torch.device,
+                  steps: int) -> "StepParts | None":
+        if model is None or os.environ.get(PARTS_ENV) == "off":
+            return None
+        return cls(device, model, steps)
+
+    def _mark(self):
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def _on_forward(self, module, args) -> None:
+        if self._step[0] is not None and self._step[1] is None:
+            self._step[1] = self._mark()
+
+    def _on_optimizer(self, optimizer, args, kwargs) -> None:
+        if self._step[0] is not None:
+            self._step[2] = self._mark()
+
+    def start(self) -> None:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        self._handles = [self.model.register_forward_pre_hook(self._on_forward),
+                         register_optimizer_step_post_hook(self._on_optimizer)]
+        if self.ddp is not None:
+            try:
+                self.ddp._set_ddp_runtime_logging_sample_rate(self.sample_rate)
+            except Exception as e:  # a DDP without its C++ reducer's logger
+                self.ddp_failed = f"{type(e).__name__}: {e}"
+
+    def begin(self, mark) -> None:
+        self._step = [mark, None, None]
+
+    def end(self, mark) -> None:
+        start, forward, optimizer = self._step
+        self._marks.append((start, forward, optimizer, mark))
+        self._step = [None, None, None]
+        self._comm.append(self._read_ddp())
+
+    def _read_ddp(self) -> float | None:
+        """The exposed communication DDP logged since the last read, or None."""
+        if self.ddp is None or self.ddp_failed:
+            return None
+        try:
+            iteration, exposed = step_parts.ddp_exposed(self.ddp._get_ddp_logging_data())
+        except Exception as e:
+            self.ddp_failed = f"{type(e).__name__}: {e}"
+            return None
+        if iteration is None or iteration == self._iteration:
+            return None
+        self._iteration = iteration
+        return exposed
+
+    def stop(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _between(self, a, b) -> float:
+        return a.elapsed_time(b) / 1000.0 if self.cuda else b - a
+
+    def split(self, seconds: list[float]) -> list[dict]:
+        """Each step's parts (after the window: its events are done)."""
+        sampled = [c for c in self._comm if c is not None]
+        typical = statistics.median(sampled) if sampled else 0.0
+        steps = []
+        for step, (start, forward, optimizer, end), comm in zip(seconds, self._marks, self._comm):
+            if forward is None:  # no forward of the model seen: all of it is the rest
+                steps.append(step_parts.split_step(step))
+                continue
+            steps.append(step_parts.split_step(
+                step, data=self._between(start, forward),
+                span=self._between(forward, optimizer if optimizer is not None else end),
+                comm=typical if comm is None else comm))
+        return steps
+
+    def note(self, world_size: int) -> str:
+        """How the parts were measured, in words (the record's step_parts_note)."""
+        clock = "CUDA events" if self.cuda else "the host's clock"
+        if self.ddp is not None and not self.ddp_failed:
+            sampled = sum(c is not None for c in self._comm)
+            comm = (f"exposed all-reduce from DDP's own timing at {sampled} of the "
+                    f"{len(self._comm)} timed steps")
+        elif self.ddp_failed:
+            comm = f"exposed communication not read: DDP's timing failed ({self.ddp_failed})"
+        elif world_size == 1:
+            comm = "one process: no communication"
+        else:
+            comm = "not DDP: its communication (FSDP's gathers, reductions) is inside compute"
+        return (f"{clock}; data: step start to the model's forward; compute: forward to the "
+                f"optimizer step's end less the exposed communication; {comm}")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -285,12 +442,15 @@ def measured_steps(args: argparse.Namespace, steps_per_epoch: int,
 
 
 def measure(ctx: Dist, args: argparse.Namespace, step_fn: Callable[[int], None],
-            steps: int) -> StepTimer:
+            steps: int, model: torch.nn.Module | None = None) -> StepTimer:
     """The measurement every workload makes: `args.warmup` untimed steps, then
-    `steps` timed ones while the GPU is sampled, then (with --profile) a few
-    more under torch.profiler, outside the timed window so they cost it nothing.
-    Rank 0 prints a progress line now and then (ProgressPrinter); no other rank does."""
-    timer = StepTimer(ctx.device, monitor=GpuMonitor.for_device(ctx.device))
+    `steps` timed ones while the GPU is sampled, each split into its parts where the
+    step calls `model` (StepParts; GPUBENCH_STEP_PARTS=off: not split), then (with
+    --profile) a few more under torch.profiler, outside the timed window so they cost
+    it nothing. Rank 0 prints a progress line now and then (ProgressPrinter); no
+    other rank does."""
+    timer = StepTimer(ctx.device, monitor=GpuMonitor.for_device(ctx.device),
+                      parts=StepParts.for_model(model, ctx.device, steps))
     run_window(timer, step_fn, args.warmup, steps, progress_for(ctx, args, timer.monitor))
     if args.profile:
         profile_steps(ctx, step_fn, args.profile, first_step=args.warmup + steps)
@@ -487,12 +647,31 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
     }
     if timer.monitor is not None:
         record.update(timer.monitor.summary_across_ranks(ctx))
+    if timer.parts is not None:
+        record.update(parts_across_ranks(ctx, timer))
     if args.profile:
         record["profile_dir"] = os.path.abspath(args.profile)
     record.update(versions())
     record_schema.require_declared(record, record_schema.WORKLOAD)
     record.update(extra or {})
     return record
+
+
+def parts_across_ranks(ctx: Dist, timer: StepTimer) -> dict:
+    """The record's step in parts (a collective: every rank calls it): rank 0's parts and
+    shares, and every rank's parts (one all_gather of four numbers each, NaN where a rank
+    has none), with how they were measured."""
+    mine = timer.step_parts()
+    values = [math.nan] * len(step_parts.PARTS) if mine is None else [mine[p] for p in step_parts.PARTS]
+    local = torch.tensor(values, dtype=torch.float64, device=ctx.device)
+    gathered = [torch.empty_like(local) for _ in range(ctx.world_size)]
+    dist.all_gather(gathered, local)
+    by_rank = []
+    for rank, row in enumerate(t.tolist() for t in gathered):
+        if not any(math.isnan(v) for v in row):
+            by_rank.append({"rank": rank, **step_parts.rounded(dict(zip(step_parts.PARTS, row)))})
+    return {"step_parts": step_parts.rounded(mine), "step_shares": step_parts.rounded(step_parts.shares(mine)),
+            "step_parts_by_rank": by_rank or None, "step_parts_note": timer.parts.note(ctx.world_size)}
 
 
 def emit_record(ctx: Dist, args: argparse.Namespace, record: dict) -> None:

@@ -238,6 +238,12 @@ FIELDS: tuple[Field, ...] = (
       BOTH, TEXT, None, column=EVERY_ROW),
     F("failures", int, "", "how many records of a failed configuration failed",
       REPORT, column=FAILED_ROWS),
+    F("breakdown", dict, "", "the step in parts as shares of it, adding up to 1 (the row's "
+      "latest record's step_shares): data, compute, exposed_comm, other", REPORT, column=EVERY_ROW),
+    F("points_lost", dict, "points", "where the efficiency lost against the 1-GPU row of the same "
+      "workload and machine went, per part of the step: 100 x (this row's share - efficiency x "
+      "the 1-GPU row's share), adding up to 100 x (1 - efficiency); null at 1 GPU or without "
+      "both rows' parts", REPORT, column=EVERY_ROW),
 
     # ---- read by the report, not shown
     F("schema_version", int, "", "the version of this table the record was written under",
@@ -260,6 +266,21 @@ FIELDS: tuple[Field, ...] = (
       "script: the OMP_NUM_THREADS it was given)", BOTH, NUMBER, None),
     F("machine_busy", str, "", "why the machine counted as busy with other work around the run "
       "(see busy_before, other_cpu_share); null when it did not", GPUBENCH, TEXT, None),
+    # the step in parts (workloads/step_parts.py): the suite's harness, a script's probe
+    F("step_parts", dict, "s", "the median timed step in parts, seconds adding up to "
+      "median_step_s (rank 0's; a user's script: the slowest process's): data (waiting for the "
+      "next batch: the suite, step start to the model's forward; a script, its DataLoader's "
+      "__next__), compute (the model's first forward to the optimizer step's end, less the "
+      "exposed communication and the data waited for inside it: on a GPU CUDA events over that "
+      "span, idle gaps in it included; on a CPU the host's clock), exposed_comm (DDP's own timing "
+      "of the backward's all-reduce that did not overlap its compute; 0 without DDP) and other "
+      "(what the step leaves: host work around the model, synchronisation, idle); each measured "
+      "part is its median over the timed steps, other the median step less them", BOTH),
+    F("step_shares", dict, "", "step_parts over the median step: shares adding up to 1",
+      BOTH, TEXT, None),
+    F("step_parts_by_rank", list, "", "every process's step_parts, with its rank", BOTH),
+    F("step_parts_note", str, "", "how the step's parts were measured: the clock, how often DDP "
+      "timed its communication, what is not seen", BOTH),
 
     # ---- the rest of the workload's half
     F("host", str, "", "the host name of rank 0", WORKLOAD),
@@ -394,6 +415,24 @@ FIELDS: tuple[Field, ...] = (
     F("memory_total_bytes", float, "bytes", "the machine's memory", GPUBENCH),
     F("memory_available_min_bytes", float, "bytes", "the least memory available on the machine "
       "while the run ran", GPUBENCH),
+    # what NCCL said of the network on a GPU run (gpubench/launch/nccl_log.py: NCCL_DEBUG=INFO,
+    # NCCL_DEBUG_SUBSYS=INIT,NET into a file per host); null on a CPU run (gloo) and where the
+    # user set NCCL_DEBUG themselves
+    F("nccl_transport", str, "", "the transports NCCL's channels took, every node together, "
+      "joined with '+': P2P (NVLink or PCIe), NVLS, SHM, CollNet, NET/IB (InfiniBand or RoCE), "
+      "NET/AWS Libfabric (EFA), NET/Socket (TCP)", GPUBENCH, TEXT, None, column=EVERY_ROW),
+    F("nccl_net", str, "", "the network devices NCCL's channels crossed between nodes: "
+      "'mlx5_0:1/IB, mlx5_1:1/IB', 'efa (4 NICs)', 'eth0' for TCP sockets; null where no channel "
+      "left its node", GPUBENCH),
+    F("nccl_fallback", str, "", "why nodes fell back to TCP sockets where a faster fabric could "
+      "have served, in one line ('NET/IB : No device found; the all-reduce ran over eth0'); null "
+      "where none did", GPUBENCH, TEXT, None, column=EVERY_ROW),
+    F("nccl_fallback_nodes", int, "machines", "how many nodes fell back to TCP sockets (see "
+      "nccl_fallback)", GPUBENCH, NUMBER, None),
+    F("nccl_hosts", list, "", "per host, what NCCL said: host, transport, network (the one it "
+      "chose: IB, Socket, AWS Libfabric), net (its devices), plugin, fallback", GPUBENCH),
+    F("nccl_version", str, "", "the NCCL the run used, as its log says it (2.21.5+cuda12.4); "
+      "where it said nothing, the preflight check's (the NCCL in the machine's torch)", GPUBENCH),
 
     F("slurm_job_id", str, "", "the Slurm job that ran it", LAUNCHER, LABEL, "", column=EVERY_ROW),
     F("slurm_partition", str, "", "the partition the job ran in", LAUNCHER),
@@ -447,7 +486,6 @@ FIELDS: tuple[Field, ...] = (
     F("gpu_topology", str, "", "nvidia-smi topo -m: how the GPUs are connected", HOST_CHECK),
     F("driver_cuda_version", str, "", "the newest CUDA the driver supports (nvidia-smi's header)",
       HOST_CHECK),
-    F("nccl_version", str, "", "the NCCL in the machine's torch", HOST_CHECK),
     F("preflight", str, "", "the check's verdict in words: 'preflight passed N checks in S s'",
       HOST_CHECK),
     F("preflight_checks", dict, "", "each check's result: name -> 'ok: measured (floor: ...)'",

@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             print("error: batch size too large for the data set", file=sys.stderr)
             return 2
         steps = harness.measured_steps(args, trainer.steps_per_epoch)
-        timer = harness.measure(ctx, args, trainer.step, steps)
+        timer = harness.measure(ctx, args, trainer.step, steps, model=trainer.model)
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
             samples_per_step=args.batch_size * ctx.world_size, epoch_samples=len(data),

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         global_batch = args.batch_size * ctx.world_size
         steps_per_epoch = max(1, IMAGENET_TRAIN_IMAGES // global_batch)
         steps = harness.measured_steps(args, steps_per_epoch, DEFAULT_STEPS)
-        timer = harness.measure(ctx, args, trainer.step, steps)
+        timer = harness.measure(ctx, args, trainer.step, steps, model=trainer.model)
         record = harness.build_record(
             ctx, args, workload=WORKLOAD, timer=timer, steps=steps,
             samples_per_step=global_batch, epoch_samples=IMAGENET_TRAIN_IMAGES, unit="images/s",

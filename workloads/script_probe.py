@@ -32,6 +32,14 @@ clock reads the step's work. Each process reports its own steps; the figures of
 the steady state (after a warm-up of max(2, a tenth) of the steps) are its
 median step time, spread and samples per step; gpubench sums the processes.
 
+Each step is also split into its parts (step_parts.py), which the line's "steps" carry as
+"parts" (seconds adding up to the median step), "shares" and "parts_note": the time its
+DataLoaders' __next__ took inside the step (data), the communication of a DDP model's
+backward that did not overlap its compute, as DDP times it itself (asked to time every
+iteration: _set_ddp_runtime_logging_sample_rate(1)), the span from the model's first
+forward to the optimizer step's end less those (compute: the host's clock, CUDA events on a
+GPU), and what the step leaves (other). GPUBENCH_STEP_PARTS=off leaves them out.
+
 With `--max-steps N` before the script (gpubench run --max-steps), the process writes
 its line and ends (exit status 0) once it has taken N steps, as a calibration does, its
 DataLoader workers stopped and its process group destroyed; its steps' "ended_at" says so.
@@ -72,6 +80,9 @@ import time
 import weakref
 
 PREFIX = "GPUBENCH_PROBE "
+# This file's folder, read now: by the time the report is written (atexit, after the
+# script ran as __main__) the module's own __file__ may be gone.
+HERE = os.path.dirname(os.path.abspath(__file__))
 CALIBRATE_ENV = "GPUBENCH_CALIBRATE_STEPS"
 WORLD_ENV = "GPUBENCH_CALIBRATE_WORLD"  # "GPUS,NODES": the world a calibration's one process is rank 0 of
 EMULATE_ENV = "GPUBENCH_EMULATE_CUDA"  # the card a calibration tells the script of (cuda_emulation.Card)
@@ -82,6 +93,7 @@ LOADER_DRAWS = 8
 LOADER_SECONDS = 10.0
 
 WARMUP_SHARE, WARMUP_LEAST = 0.1, 2  # steps left out of the steady state: compilation, caches
+PARTS_ENV = "GPUBENCH_STEP_PARTS"  # "off": the steps are not split into parts (benchmarks)
 
 _seen = {"group": None, "wrapped": [], "accelerate": None, "collective": False}
 _calibration = None  # a _Calibration under GPUBENCH_CALIBRATE_STEPS, else None
@@ -127,6 +139,8 @@ def _wrapped(kind: str):
         _seen["wrapped"].append(kind)
         if _calibration is not None:
             _calibration.watch(model)
+        elif kind == "DDP":
+            _steps.watch_ddp(model)
     return note
 
 
@@ -231,6 +245,21 @@ class _Steps:
         self.iterators: list = []  # weakrefs to the DataLoaders' iterators
         self.max_steps = None  # --max-steps: the script is ended after this many steps
         self.ended_at = None   # ... and was, after this many
+        # the steps in parts (step_parts.py): each step's, aligned with ends / back_ends
+        self.parts: list = []
+        self.back_parts: list = []
+        self.waited = 0.0  # seconds in the DataLoaders' __next__ since the last step's end
+        self.waited_in_span = 0.0  # ... of which after the step's first forward
+        self.span = None  # the step's first forward with gradients: a clock reading or CUDA event
+        self.ddp: list = []  # weakrefs to the DDP models made, whose timing is read at each step
+        self.ddp_iterations: dict = {}  # id of a DDP model -> the iteration it logged last
+        self.ddp_read = 0  # steps whose exposed communication DDP's timing gave
+        self.ddp_failed = None  # why DDP's timing could not be read
+
+    @property
+    def measuring_parts(self) -> bool:
+        """The steps are split into parts: not in a calibration, nor with GPUBENCH_STEP_PARTS=off."""
+        return _calibration is None and os.environ.get(PARTS_ENV) != "off"
 
     # -- the model
     def install_finder(self, module) -> None:
@@ -251,6 +280,7 @@ class _Steps:
                 hook.remove()
             self.hooks = []
             self.first_work = time.perf_counter()
+            self._span_starts()
             self.time_major = _time_major(torch, model)
             _hooked.append((model, model.register_forward_pre_hook(self._forward, with_kwargs=True)))
             self._count(args, {})
@@ -264,6 +294,8 @@ class _Steps:
         try:
             if self.torch.is_grad_enabled():  # evaluation under no_grad is no step's
                 self._count(args, kwargs)
+                if self.span is None:
+                    self._span_starts()
         except Exception:
             pass
         return None
@@ -275,10 +307,14 @@ class _Steps:
         self.back_pending[0] += samples
         self.back_pending[1] += tokens
 
-    def on_batch(self, batch) -> None:
+    def on_batch(self, batch, waited: float = 0.0) -> None:
         """A batch drawn from a DataLoader with gradients on: the step's data. A step's
         samples are its batches' where a DataLoader fed it (a GAN's discriminator runs on
-        one batch three times), else its forward calls' (nanoGPT's micro-batches)."""
+        one batch three times), else its forward calls' (nanoGPT's micro-batches).
+        `waited`: the seconds its __next__ took, the step's data part (any batch's)."""
+        self.waited += waited
+        if self.span is not None:
+            self.waited_in_span += waited
         try:
             torch = self.torch or sys.modules["torch"]
             if not torch.is_grad_enabled():   # an evaluation's batches are no step's
@@ -314,11 +350,13 @@ class _Steps:
                 self.epoch_samples = self.dataset
             elif self.optimizer != id(optimizer):
                 return
+            span = self._span_ends()
             self.ends.append(self._now())
             samples, tokens = self._take(self.pending)
             self.samples.append(samples)
             self.tokens.append(tokens)
             self.pending = [0, 0]
+            self._step_parts(self.parts, self.ends, span)
         except Exception:
             return
         self._end_if_done(len(self.ends))
@@ -329,11 +367,13 @@ class _Steps:
             self.backwards += 1
             if self.optimizer is not None or self.model is None:
                 return
+            span = self._span_ends()
             self.back_ends.append(self._now())
             samples, tokens = self._take(self.back_pending)
             self.back_samples.append(samples)
             self.back_tokens.append(tokens)
             self.back_pending = [0, 0]
+            self._step_parts(self.back_parts, self.back_ends, span)
             if self.epoch_samples is None:
                 self.epoch_samples = self.dataset
         except Exception:
@@ -345,6 +385,105 @@ class _Steps:
         if self.max_steps and _calibration is None and taken >= self.max_steps:
             self.ended_at = taken
             _end_process(self.iterators)
+
+    # -- the steps in parts
+    def watch_ddp(self, model) -> None:
+        """A DDP model made: its own timing of the backward's communication is read at each
+        step's end, DDP asked to time every iteration (by default the first ten, then one
+        in a hundred; on a GPU its timing synchronises the device at each sampled forward,
+        which the probe's synchronisation at the step's end has already done)."""
+        if not self.measuring_parts or model is None:
+            return
+        try:
+            model._set_ddp_runtime_logging_sample_rate(1)
+            self.ddp.append(weakref.ref(model))
+        except Exception as e:
+            self.ddp_failed = f"{type(e).__name__}: {e}"
+
+    def _mark(self):
+        if self.cuda:
+            event = self.torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def _span_starts(self) -> None:
+        if self.measuring_parts:
+            self.span = self._mark()
+
+    def _span_ends(self):
+        """The span from the step's first forward to now (before the step end's
+        synchronisation): seconds on the host's clock, or (start, end) CUDA events to read
+        once synchronised; None where no forward started one."""
+        start, self.span = self.span, None
+        if start is None or not self.measuring_parts:
+            return None
+        if isinstance(start, float):
+            return time.perf_counter() - start
+        return start, self._mark()
+
+    def _exposed(self) -> float:
+        """Seconds of the DDP models' backward communication that did not overlap their
+        compute, in the iterations they logged since the last step's end (at each forward
+        DDP logs the iteration before: the figure is the step before's)."""
+        if not self.ddp or self.ddp_failed:
+            return 0.0
+        exposed, read = 0.0, False
+        for ref in self.ddp:
+            model = ref()
+            if model is None:
+                continue
+            try:
+                iteration, seconds = _step_parts().ddp_exposed(model._get_ddp_logging_data())
+            except Exception as e:
+                self.ddp_failed = f"{type(e).__name__}: {e}"
+                return 0.0
+            last = self.ddp_iterations.get(id(model))
+            if iteration is None or iteration == last:
+                continue
+            self.ddp_iterations[id(model)] = iteration
+            exposed += seconds * (iteration - last if last is not None and iteration > last else 1)
+            read = True
+        self.ddp_read += read
+        return exposed
+
+    def _step_parts(self, parts: list, ends: list, span) -> None:
+        """The parts of the step that ended at ends[-1] (None for the first: its start is
+        not seen), its data wait started afresh."""
+        waited, in_span = self.waited, self.waited_in_span
+        self.waited = self.waited_in_span = 0.0
+        if not self.measuring_parts:
+            return
+        try:
+            comm = self._exposed()
+            if isinstance(span, tuple):
+                span = span[0].elapsed_time(span[1]) / 1000.0
+            parts.append(None if len(ends) < 2 else _step_parts().split_step(
+                ends[-1] - ends[-2], data=waited, span=span, comm=comm, data_in_span=in_span))
+        except Exception:  # the step stands without its parts
+            parts.append(None)
+
+    def parts_summary(self, parts: list, warmup: int, median) -> dict:
+        """The probe line's parts: the timed steps' (step_parts.summarise), their shares, how."""
+        if not self.measuring_parts:
+            return {}
+        timed = [p for p in parts[warmup:] if p is not None]
+        module = _step_parts()
+        found = module.summarise(timed, median)
+        clock = "CUDA events" if self.cuda else "the host's clock"
+        if self.ddp_failed:
+            comm = f"exposed communication not read: DDP's timing failed ({self.ddp_failed})"
+        elif self.ddp:
+            comm = (f"exposed all-reduce from DDP's own timing at {self.ddp_read} steps (each "
+                    "step's figure is the step before's: DDP logs an iteration at the next forward)")
+        elif int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+            comm = "no DDP model: any communication is inside compute and other"
+        else:
+            comm = "one process: no communication"
+        return {"parts": module.rounded(found), "shares": module.rounded(module.shares(found)),
+                "parts_note": f"{clock}; data: the DataLoader's __next__ inside the step; compute: "
+                              "the model's first forward to the optimizer step's end (the backward's "
+                              f"where none steps) less the exposed communication; {comm}"}
 
     def on_loader(self, loader) -> None:
         try:
@@ -362,7 +501,9 @@ class _Steps:
             kind, ends, samples, tokens = None, [], [], []
         figures = step_figures(ends, samples, tokens)
         first = self.first_work if self.first_work is not None else (ends[0] if ends else None)
+        parts = self.parts if kind == "optimizer step" else self.back_parts if kind else []
         return {"kind": kind, "backwards": self.backwards, **figures,
+                **self.parts_summary(parts, figures["warmup"], figures["median_s"]),
                 "startup_s": first - self.started if first is not None and kind else None,
                 "wall_s": time.perf_counter() - self.started,
                 "epoch_samples": self.epoch_samples, "ended_at": self.ended_at}
@@ -429,6 +570,20 @@ def _inputs_of(torch, args, kwargs, time_major: bool = False) -> tuple:
     return 0, 0
 
 
+def _step_parts():
+    """step_parts.py beside this file, loaded under a name of gpubench's own: the script's
+    sys.path and modules are its own (a module of its named step_parts stays its)."""
+    name = "_gpubench_step_parts"
+    module = sys.modules.get(name)
+    if module is None:
+        path = os.path.join(HERE, "step_parts.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return module
+
+
 _steps = _Steps()
 _hooked: list = []  # (model, handle) of the probe's hooks on a script's models
 
@@ -468,8 +623,9 @@ def _patch_loader(module) -> None:
 
         @functools.wraps(take)
         def probed_next(self):
+            started = time.perf_counter()
             batch = take(self)
-            _steps.on_batch(batch)
+            _steps.on_batch(batch, time.perf_counter() - started)
             return batch
 
         base.__next__ = probed_next

@@ -38,6 +38,7 @@ from gpubench.errors import UsageError
 from gpubench.remote import cluster_link
 from gpubench.remote.pull import RunFiles
 from gpubench.onhost import cluster_probe
+from gpubench.launch import nccl_log
 from gpubench.launch.base import (Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args,
                                   script_argv)
 from gpubench.launch.cluster_torchrun import (FROM_MACHINE, FROM_ROUTE, PG_TIMEOUT_ENV, NodeFacts, Rendezvous,
@@ -179,6 +180,9 @@ class ClusterLauncher(Launcher):
         head_part = parts[0]
         measured = (head_part.member.launcher._measured(workload, head_part.env, found[0])
                     if found[0] else {})
+        measured.pop(nccl_log.LOGS, None)  # what NCCL said on every member, not the head's alone
+        measured.update(nccl_log.collected({p.member.label: found[p.rank].get("nccl", "")
+                                            for p in parts}))
         endpoint = endpoint_for(head, network, self.options.rendezvous.port, on_head=False)
         settings = [self._comm(p, head_address) for p in parts]
         fields = {
@@ -209,6 +213,7 @@ class ClusterLauncher(Launcher):
         launcher = member.launcher
         settings = self._comm(NodeRun(member, rank, tag, [], {}), head_address)
         env = {**launcher.environment(point.procs_per_node), **settings.env_set,
+               **launcher.nccl_environment(tag, settings.in_force),  # NCCL's word, per member
                PG_TIMEOUT_ENV: str(self.options.rendezvous.collective_timeout)}
         # a user's script runs under the probe (launch/base.py script_argv), as on one node
         script, *probed = script_argv(workload, remote_script(workload), remote_probe(workload))

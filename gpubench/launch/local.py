@@ -1,8 +1,9 @@
 """Launch workloads with torchrun on this machine (the `local` provider).
 
 Around each run: the machine's load before it and while it runs, the memory its
-processes hold, the CPU time they get (machine_load); for a user's script, the
-files it leaves in its working directory, moved aside (workdir_guard).
+processes hold, the CPU time they get (machine_load); on GPUs, what NCCL chose, in
+files of the run (nccl_log); for a user's script, the files it leaves in its
+working directory, moved aside (workdir_guard).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from gpubench.errors import RunError
-from gpubench.launch import cpu_policy
+from gpubench.launch import cpu_policy, nccl_log
 from gpubench.onhost import machine_load
 from gpubench.onhost import workdir_guard
 from gpubench.launch.base import (PROBE, RECORD_ENV, FileChanges, Launcher, LineSink, Machine, RunOutcome,
@@ -108,7 +109,9 @@ class LocalLauncher(Launcher):
         with tempfile.TemporaryDirectory(prefix="gpubench-") as tmp:
             record_file = Path(tmp) / "record.json"
             cmd = self.command(workload, procs, record_file, workload_args)
-            env = {**self.environment(procs), RECORD_ENV: str(record_file)}
+            nccl_files = Path(tmp) / "nccl"  # NCCL's, one per process, on GPUs
+            env = {**self.environment(procs), **nccl_log.environment(nccl_files, bool(self._gpus)),
+                   RECORD_ENV: str(record_file)}
             skip = [tmp, *workload.untouched]
             # gpubench's own output (> out.log, | tee bench.log) is not the run's
             own = () if workload.in_suite else set(workdir_guard.own_output())
@@ -128,10 +131,12 @@ class LocalLauncher(Launcher):
                 watched = watch.stop()
             ok = finished.returncode == 0 and not finished.timed_out
             record = _read_record(record_file) if ok else None
+            nccl_said = nccl_log.read_files(nccl_files)
             files = None if workload.in_suite else _settle(root, files_before, point, skip, own)
         self._idle_since = machine_load.mark()  # the run's processes are gone, reaped
         measured = self._measured(workload, env, load, watched, _children_cpu_seconds() - cpu_before,
                                   _own_cpu_seconds() - own_before)
+        measured.update(nccl_log.collected({"": nccl_said}))
         failure = None if ok else explain(finished.tail, RunFacts(
             finished.returncode, finished.timed_out, timeout,
             peak_rss_bytes=measured.get("peak_rss_bytes"),

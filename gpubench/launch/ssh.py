@@ -14,20 +14,22 @@ Around each run the machine does what a local run does here: it measures its
 load before and while the run lasts (machine_load, beside the run, tagged like
 it), keeps the exit status and the CPU time of the run in files of the run,
 and moves aside what a user's script left in its working directory
-(workdir_guard); one remote call after the run collects all of it. A run whose
+(workdir_guard); on a GPU, NCCL writes what it chose into files of the run, one per
+process (nccl_log); one remote call after the run collects all of it. A run whose
 remote shell was killed leaves no exit status: the failure says so.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import time
 import uuid
 from pathlib import Path, PurePosixPath
 
-from gpubench.launch import cpu_policy, gpu_sampling
+from gpubench.launch import cpu_policy, gpu_sampling, nccl_log
 from gpubench.onhost import leases
 from gpubench.onhost import machine_load
 from gpubench.onhost import stop_tagged
@@ -56,9 +58,13 @@ KILL_RUNS = Path(stop_tagged.__file__).read_text()
 LEASES = Path(leases.__file__).read_text()
 LOAD = Path(machine_load.__file__).read_text()
 GUARD = Path(workdir_guard.__file__).read_text()
-# What a run leaves in runs/ beside its record, for _collect: name -> file suffix.
+# What a run leaves in runs/ beside its record, for _collect: name -> file suffix (a
+# pattern: NCCL's files, one per process, <run>.nccl.<host>.<pid>).
 RUN_FILES = {"load": ".load", "watch": ".watch", "times": ".times", "exit": ".exit",
-             "files": ".left"}
+             "files": ".left", "nccl": ".nccl.*"}
+# An environment value that starts with this is a path under the remote base, which the
+# run's shell knows as $B (shell_line): where a process that changes directory still finds it.
+IN_BASE = "$B/"
 FILE_MARK = "@gpubench-file "
 # gpubench's own folders in the remote base, where a run without --workdir starts
 BASE_FOLDERS = ("runs", "leases", "state", "workdir", "workloads")
@@ -197,6 +203,15 @@ class SshLauncher(Launcher):
             env["OMP_NUM_THREADS"] = cpu_threads_per_process(remote.cpu_count, procs)
         return env
 
+    def nccl_environment(self, run_id: str, machine_env: dict[str, str] | None = None) -> dict[str, str]:
+        """NCCL's debug output into runs/<run_id>.nccl.<host>.<pid> on a machine whose torch
+        sees CUDA (nccl_log.environment); nothing where the user set NCCL_DEBUG, in gpubench's
+        environment or (`machine_env`: its NCCL_* variables) the machine's own."""
+        remote = self._session.env
+        cuda = remote is not None and remote.cuda_available
+        return nccl_log.environment(f"{IN_BASE}runs/{run_id}.nccl", cuda,
+                                    {**os.environ, **(machine_env or {})})
+
     def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float,
                    cwd: str = ".", sample_gpus: list[int] | None = None,
                    guard_files: str | None = None) -> str:
@@ -209,7 +224,7 @@ class SshLauncher(Launcher):
         what it left in `cwd` is moved aside."""
         q = shlex.quote
         py = self._session.python
-        assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
+        assignments = " ".join(f"{k}={_shell_value(v)}" for k, v in env.items())
         limit = max(1, int(timeout))
         run = f'"$B"/runs/{run_id}'
         sampler = ""
@@ -264,7 +279,7 @@ class SshLauncher(Launcher):
         sample = (list(range(procs)) if not workload.in_suite and self._session.env is not None
                   and self._session.env.gpus else None)
         guard = None if workload.in_suite else f"{time.strftime('%Y%m%d-%H%M%S')}-{procs}gpu"
-        env = self.environment(procs)
+        env = {**self.environment(procs), **self.nccl_environment(run_id)}
         line = self.shell_line(run_id, cmd, env, timeout, cwd, sample, guard)
         start = time.perf_counter()
         try:
@@ -322,12 +337,13 @@ class SshLauncher(Launcher):
         figures["cpu_pinning"] = cpu_policy.NOT_PINNED if cuda else cpu_policy.pinning()
         if not workload.in_suite and "OMP_NUM_THREADS" in env:
             figures["threads_per_process"] = int(env["OMP_NUM_THREADS"])
+        figures.update(nccl_log.collected({"": found.get("nccl", "")}))
         return figures
 
     def _collect(self, run_id: str, wanted: bool, stop: bool = False) -> dict:
         """What the run left on the machine, and its files removed from there: its
-        record and GPU samples (when `wanted`), its load figures, exit status, CPU time
-        and the files it left behind. With `stop`, what still carries the run's tag
+        record and GPU samples (when `wanted`), its load figures, exit status, CPU time,
+        NCCL's files and the files it left behind. With `stop`, what still carries the run's tag
         (the watchers beside it) is stopped first, so that they write their last word."""
         q = shlex.quote
         base = self._session.layout.base
@@ -397,6 +413,13 @@ class SshLauncher(Launcher):
             self._collect(run_id, wanted=False)
         except (SshError, OSError):
             pass  # the link is gone too: the next session stops it, `timeout` bounds it
+
+
+def _shell_value(value: str) -> str:
+    """A value for the run's shell: quoted, a path under the base (IN_BASE) from $B."""
+    if value.startswith(IN_BASE):
+        return f'"$B"/{shlex.quote(value[len(IN_BASE):])}'
+    return shlex.quote(value)
 
 
 def _json(text: str | None) -> dict:

@@ -12,6 +12,15 @@ for GPUs. A bandwidth test has no speedup and no per-sample cost.
 Cost is price x time, so an unknown price gives an unknown cost (NaN, shown
 as "unknown"), never zero; a price of 0.0 (the local machine) is a real zero.
 
+Each row's step in parts (the record's step_shares: data, compute, exposed
+communication, other) is its `breakdown`; above one GPU, `points_lost` says where the
+efficiency lost against the 1-GPU row of the same workload and machine went, part by
+part, and a note says it in a line per count ("-31 points against 1 GPU: exposed
+all-reduce 24, data 5, other 2"). With efficiency E = (throughput / GPUs) / the 1-GPU
+row's throughput, a part's lost points are 100 x (its share here - E x its share at one
+GPU): its time here less the time it would take at perfect scaling, over this row's
+step; they add up to 100 x (1 - E).
+
 The report's columns are the record schema's (workloads/record_schema.py);
 a column the report computes has its formula in FORMULAS, or, when it needs
 more than its own row (speedup, the marks), in a step of build_report.
@@ -30,7 +39,7 @@ from gpubench.errors import UsageError
 from gpubench.report import checks, repeats
 from gpubench.report.normalise import records_frame
 from gpubench.report.selectors import Selector, parse_selector
-from gpubench.workloads import record_schema
+from gpubench.workloads import record_schema, step_parts
 
 # A machine type running one workload the same way; the workload's own
 # arguments (batch size, steps) are part of "the same way".
@@ -65,6 +74,20 @@ def _dollars_per_second(rows: pd.DataFrame) -> pd.Series:
     return rows["price_per_hour"] / 3600.0
 
 
+def _shares(value) -> dict | None:
+    """A record's step_shares as the report's breakdown: each part's share, rounded."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        shares = {p: float(value.get(p) or 0.0) for p in step_parts.PARTS}
+    except (TypeError, ValueError):
+        return None
+    total = sum(shares.values())
+    if not total > 0 or any(math.isnan(v) or v < 0 for v in shares.values()):
+        return None
+    return {p: round(v / total, 4) for p, v in shares.items()}
+
+
 def _samples_per_dollar(rows: pd.DataFrame) -> pd.Series:
     # At a price of 0 the work per dollar is unbounded: inf, shown as such.
     with np.errstate(divide="ignore"):
@@ -85,6 +108,7 @@ FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     # where the allocation is budgeted in GPU-hours (Slurm records carry gpu_hours)
     "gpu_hours_per_epoch": lambda rows: (rows["gpu_count"] * rows["epoch_seconds"] / 3600.0).where(
         rows["gpu_hours"].notna()),
+    "breakdown": lambda rows: rows["step_shares"].map(_shares).astype(object),
 }
 
 
@@ -164,14 +188,70 @@ def build_report(records, baseline: Baseline | None = None, failures: str = "lat
     latest.loc[bandwidth, list(PER_WORK_COLUMNS)] = np.nan
     latest["suspect"] = checks.suspects(latest)
     latest = _marks(latest)
+    latest = _points_lost(latest)
     unpriced = latest["price_per_hour"].isna().sum()
     if unpriced:
         notes.append(f"{unpriced} configuration(s) have no price on record: their cost is unknown")
     notes += _trust_notes(latest)
     notes += _timing_notes(latest)
+    notes += _network_notes(latest)
     latest["baseline"] = baseline.describe()
-    rows = latest.sort_values(GROUP_KEYS + ["gpu_count", "nodes"], kind="stable")[report_columns()]
+    ordered = latest.sort_values(GROUP_KEYS + ["gpu_count", "nodes"], kind="stable")
+    notes += breakdown_notes(ordered)
+    rows = ordered[report_columns()]
     return Report(rows.reset_index(drop=True), failed, notes, baseline)
+
+
+# How a note names each part of the step (step_parts.PARTS): DDP's timing is the only
+# source of exposed communication, and what it times is the gradients' all-reduce.
+PART_WORDS = {step_parts.DATA: "data", step_parts.COMPUTE: "compute",
+              step_parts.COMM: "exposed all-reduce", step_parts.OTHER: "other"}
+
+
+def _points_lost(latest: pd.DataFrame) -> pd.DataFrame:
+    """Each row above one GPU with a breakdown, against the 1-GPU row (one node) of its
+    workload and machine (GROUP_KEYS) with one: the efficiency points lost per part (see
+    the module's docstring); None elsewhere."""
+    one = latest[(latest["gpu_count"] == 1) & (latest["nodes"] == 1) & latest["breakdown"].notna()]
+    base = one.drop_duplicates(GROUP_KEYS).set_index(GROUP_KEYS)[["throughput", "breakdown"]].rename(
+        columns={"throughput": "one_throughput", "breakdown": "one_breakdown"})
+    joined = latest.join(base, on=GROUP_KEYS)
+    lost = []
+    for count, throughput, mine, single, at_one in zip(
+            joined["gpu_count"], joined["throughput"], joined["breakdown"], joined["one_breakdown"],
+            joined["one_throughput"]):
+        lost.append(points_lost(mine, single, throughput / count / at_one)
+                    if count > 1 and isinstance(mine, dict) and isinstance(single, dict)
+                    and at_one > 0 else None)
+    latest["points_lost"] = pd.Series(lost, index=latest.index, dtype=object)
+    return latest
+
+
+def points_lost(shares: dict, one_gpu: dict, efficiency: float) -> dict | None:
+    """Points of efficiency lost per part: 100 x (share - efficiency x the 1-GPU share);
+    they add up to 100 x (1 - efficiency) (the shares each add up to 1)."""
+    if efficiency is None or not math.isfinite(efficiency):
+        return None
+    return {p: round(100.0 * (shares[p] - efficiency * one_gpu[p]), 2) + 0.0  # never -0.0
+            for p in step_parts.PARTS}
+
+
+def breakdown_notes(rows: pd.DataFrame) -> list[str]:
+    """A line per count above one: the efficiency points it lost, and to which parts of
+    the step, largest first (those under half a point left out)."""
+    notes = []
+    for _, row in rows[rows["points_lost"].notna()].iterrows():
+        lost = row["points_lost"]
+        total = sum(lost.values())
+        unit = "GPU" if str(row.get("device")) == "cuda" else "process"
+        named = sorted(((points, PART_WORDS[p]) for p, points in lost.items() if abs(points) >= 0.5),
+                       reverse=True)
+        where = ", ".join(f"{word} {points:.0f}" for points, word in named) or "no part above half a point"
+        count = int(row["gpu_count"])
+        notes.append(f"{row['workload']} at {count} {unit}{'es' if unit == 'process' else 's'} on "
+                     f"{row['provider']} {row['gpu_name']}: efficiency {1 - total / 100:.0%}, "
+                     f"{round(-total):+d} points against 1 {unit}: {where}")
+    return notes
 
 
 def _trust_notes(rows: pd.DataFrame) -> list[str]:
@@ -196,6 +276,21 @@ def _timing_notes(rows: pd.DataFrame) -> list[str]:
         counts = ", ".join(f"{n:g}" for n in sorted(group["gpu_count"]))
         notes.append(f"{workload} at {counts} process(es) is timed as whole runs (runs/s: start-up "
                      f"included), not by its training steps" + (f": {why}" if why else ""))
+    return notes
+
+
+def _network_notes(rows: pd.DataFrame) -> list[str]:
+    """A row whose nodes fell back to TCP sockets where a faster fabric could have served
+    (its latest record's nccl_fallback, from NCCL's own log): how many, and why."""
+    if "nccl_fallback" not in rows:
+        return []
+    notes = []
+    said = rows["nccl_fallback"].notna() & rows["nccl_fallback"].astype(str).ne("")
+    for _, row in rows[said].iterrows():
+        count = row["nccl_fallback_nodes"]
+        count = int(count) if pd.notna(count) and count > 0 else 1
+        notes.append(f"{count} node{'s' if count != 1 else ''} of {row['gpu_name']} fell back to TCP "
+                     f"sockets: {row['nccl_fallback']} ({_config(row)})")
     return notes
 
 

@@ -7,6 +7,7 @@ and json they are returned apart, so that stdout stays machine-readable.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from dataclasses import dataclass, field, replace
@@ -42,8 +43,10 @@ def render(report: Report, fmt: str, workload: str | None = None,
         return _render_compare(report, compare, fmt, fit)
     if fmt in MACHINE_FORMATS:
         columns = _picked(machine_columns(), fit)
-        return RenderedReport(render_rows(machine_rows(report, workload), columns, fmt),
-                              list(report.notes))
+        rows = machine_rows(report, workload)
+        if fmt == "csv":  # a mapping (breakdown, points_lost) in a cell: as JSON
+            rows = [{k: json.dumps(v) if isinstance(v, dict) else v for k, v in r.items()} for r in rows]
+        return RenderedReport(render_rows(rows, columns, fmt), list(report.notes))
     sections = workload_sections(report, workload)
     if fit.columns:
         check_column_names(fit.columns, [c for s in sections for c in s.columns])

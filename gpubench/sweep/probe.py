@@ -13,6 +13,9 @@ The processes' training steps become the record's throughput (step_fields): each
 process's samples (or tokens) per step over its median step time, summed over the
 processes, so that a script that takes a fixed number of steps per process and one
 that shares an epoch between them are measured alike.
+Their steps in parts (data, compute, exposed communication, other: step_parts.py) are
+the record's step_parts and step_shares, those of the process whose median step is the
+record's, and step_parts_by_rank, every process's.
 """
 
 from __future__ import annotations
@@ -96,7 +99,17 @@ class ProbeReports:
                 "epoch_samples": epoch,
                 # run --max-steps ended the script there, not the script itself
                 "ended_after_steps": max((s.get("ended_at") or 0 for s in timed), default=0) or None,
-                "process_wall_s": (self.by_rank[first].get("steps") or {}).get("wall_s")}
+                "process_wall_s": (self.by_rank[first].get("steps") or {}).get("wall_s"),
+                **self._parts(timed)}
+
+    def _parts(self, timed: list[dict]) -> dict:
+        """The step in parts of the process with the slowest median step (whose median is
+        the record's median_step_s: its parts add up to it), and every process's."""
+        slowest = max(timed, key=lambda s: s["median_s"])
+        by_rank = [{"rank": rank, **r["steps"]["parts"]} for rank, r in sorted(self.by_rank.items())
+                   if (r.get("steps") or {}).get("parts")]
+        return {"step_parts": slowest.get("parts"), "step_shares": slowest.get("shares"),
+                "step_parts_by_rank": by_rank or None, "step_parts_note": slowest.get("parts_note")}
 
     def took_steps(self) -> bool:
         """Some process took a training step (an optimizer step or a backward pass), or

@@ -1,7 +1,8 @@
 """A result record completed: the workload's own half (or, for a user's script
 that wrote none, its training steps as the probe timed them, else its timing as a
 whole) plus what only gpubench knows: where it
-ran, what that costs, how it was launched, how busy the machine was, why a run
+ran, what that costs, how it was launched, how busy the machine was, which
+transport NCCL chose (from its log, which the launchers bring back), why a run
 failed. Every field either side writes is listed in workloads/record_schema.py."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
+from gpubench.launch import nccl_log
 from gpubench.launch.base import Machine, RunOutcome, SweepPoint
 from gpubench.sweep.probe import STEPS, WHOLE
 from gpubench.workloads import record_schema
@@ -66,8 +68,13 @@ def finish_record(outcome: RunOutcome, plan: "SweepPlan", machine: Machine, poin
         record = script_record(outcome, point.world_size)
     if not plan.workload.in_suite:  # failed too: its precision is no more fp32 than an ok run's
         record.setdefault("precision", SCRIPT_PRECISION)
-    for key, value in outcome.measured.items():
+    measured = dict(outcome.measured)
+    nccl = nccl_log.record_fields(measured.pop(nccl_log.LOGS, None))  # what NCCL said, per node
+    for key, value in measured.items():
         record.setdefault(key, value)  # the workload's own word (device, threads) wins
+    for key, value in nccl.items():
+        if value is not None:
+            record.setdefault(key, value)
     if outcome.failure is not None:
         record.update(failure_kind=outcome.failure.kind, exit_signal=outcome.failure.signal)
     if outcome.files is not None and outcome.files.left_behind:
