@@ -293,41 +293,31 @@ def main() -> None:
                         help="the cost of the step's parts (under the probe, with and without)")
     args = parser.parse_args()
     if args.parts:
-        return main_parts(args)
-    costs = hook_costs()
+        side_by_side(args, "the parts'", parts_costs(), PARTS_STEP, "a DDP step from a DataLoader",
+                     ("without the parts", "with the parts"), parts=True, both_probed=True)
+    else:
+        side_by_side(args, "the probe's", hook_costs(), STEP, "step",
+                     ("without the probe", "with the probe"))
+
+
+def side_by_side(args, what: str, costs: dict, step_source: str, step: str, sides: tuple[str, str],
+                 parts: bool = False, both_probed: bool = False) -> None:
+    """`what` own CPU time a step ("the probe's"), then the step script timed without and
+    with it."""
     total = sum(costs.values())
-    print("the probe's own work a step (CPU time, in one process): "
+    print(f"{what} own work a step (CPU time, in one process): "
           + ", ".join(f"{name} {us:.2f} us" for name, us in costs.items()))
     print(f"  {total:.2f} us a step: ratio {1 + total / (args.work_ms * 1e3):.5f} for a "
           f"{args.work_ms:g} ms step")
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "step.py"
-        script.write_text(STEP)
+        script.write_text(step_source)
         for work in (args.work_ms, 0.0):
-            found = compare(script, args.runs, args.steps, work, args.device)
-            print(f"{args.device}, step + {work:g} ms of work, {args.steps} steps, {args.runs} runs a side")
-            print(f"  without the probe  {found['bare_median_ms']:9.4f} ms  {found['bare_ms']}")
-            print(f"  with the probe     {found['probed_median_ms']:9.4f} ms  {found['probed_ms']}")
-            print(f"  ratio {found['ratio']:.4f}  ({found['cost_us']:+.1f} us a step)")
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-
-
-def main_parts(args) -> None:
-    costs = parts_costs()
-    total = sum(costs.values())
-    print("the parts' own work a step (CPU time, in one process): "
-          + ", ".join(f"{name} {us:.2f} us" for name, us in costs.items()))
-    print(f"  {total:.2f} us a step: ratio {1 + total / (args.work_ms * 1e3):.5f} for a "
-          f"{args.work_ms:g} ms step")
-    with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "step.py"
-        script.write_text(PARTS_STEP)
-        for work in (args.work_ms, 0.0):
-            found = compare(script, args.runs, args.steps, work, args.device, parts=True)
-            print(f"{args.device}, a DDP step from a DataLoader + {work:g} ms of work, {args.steps} "
-                  f"steps, {args.runs} runs a side, both under the probe")
-            print(f"  without the parts  {found['bare_median_ms']:9.4f} ms  {found['bare_ms']}")
-            print(f"  with the parts     {found['probed_median_ms']:9.4f} ms  {found['probed_ms']}")
+            found = compare(script, args.runs, args.steps, work, args.device, parts=parts)
+            print(f"{args.device}, {step} + {work:g} ms of work, {args.steps} steps, {args.runs} runs a side"
+                  + (", both under the probe" if both_probed else ""))
+            print(f"  {sides[0]:17}  {found['bare_median_ms']:9.4f} ms  {found['bare_ms']}")
+            print(f"  {sides[1]:17}  {found['probed_median_ms']:9.4f} ms  {found['probed_ms']}")
             print(f"  ratio {found['ratio']:.4f}  ({found['cost_us']:+.1f} us a step)")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

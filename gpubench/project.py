@@ -32,21 +32,18 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from gpubench.errors import UsageError
+from gpubench.onhost import python_env
 
 
 class ProjectFileError(UsageError):
     """A project file gpubench cannot use as written; the message names the file (and line)."""
 
 
-# Installed by the machine's image and never replaced: a CUDA build of torch swapped for
-# PyPI's default one would measure another stack, or none.
-HELD = ("torch", "torchvision", "torchaudio", "triton")  # and every nvidia-* distribution
-NOT_HELD = ("nvidia-ml-py",)  # NVML's bindings: no part of the CUDA stack (as onhost.python_env)
-
-
 def is_held(name: str) -> bool:
-    canonical = canonicalize_name(name)
-    return (canonical in HELD or canonical.startswith("nvidia-")) and canonical not in NOT_HELD
+    """Installed by the machine's image and never replaced (torch, its companions, the
+    nvidia-* libraries: onhost.python_env, which reads them on the machine): a CUDA build of
+    torch swapped for PyPI's default one would measure another stack, or none."""
+    return python_env.is_held(canonicalize_name(name))
 
 
 @dataclass(frozen=True)

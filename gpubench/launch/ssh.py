@@ -151,18 +151,15 @@ class SshLauncher(Launcher):
             self._session.upload(suite, script)
             self._synced |= {p for p in suite.glob("*.py")} | ({script} if script else set())
         plan = workload.project or with_project(workload).project
-        base = self._session.layout.base
-        cwd = base if remote_cwd(workload) == "." else f"{base}/{remote_cwd(workload)}"
+        cwd = self.run_dir(workload)
         if plan.requirements is not None:
             installed = deps.ensure(self._session.conn, self._session.options.python,
                                     self._session.layout.state, plan.requirements, cwd, self._session.echo)
             if installed.python != self._session.options.python:
                 self._session.project_python = installed.python
             self._prepare_log += installed.log
-        if plan.setup:
-            gpus = self._machine.gpu_count if self._machine.accelerator == "cuda" else 0
-            env = {"PYTHONUNBUFFERED": "1", **({"CUDA_VISIBLE_DEVICES": visible_gpus(gpus)} if gpus else {}),
-                   **({DATA_ENV: self.data_path} if self.data_path else {})}
+        if plan.setup:   # with the environment of a run on the whole machine
+            env = self.environment(max(self._machine.gpu_count, 1))
             # with a volume, once per volume: the marker lives on it, for every machine rented with it
             markers = f"{self.data_path}/.gpubench" if self.data_path else self._session.layout.state
             done = setup_step.ensure_setup(self._session.conn, plan.setup, self._session.python,
@@ -170,11 +167,14 @@ class SshLauncher(Launcher):
                                            per="volume" if self.data_path else "machine")
             self._prepare_log += done.log
 
+    def run_dir(self, workload: WorkloadRef) -> str:
+        """Where a run of `workload` starts on the machine (relative to its home, or absolute)."""
+        cwd, base = remote_cwd(workload), self._session.layout.base
+        return base if cwd == "." else f"{base}/{cwd}"
+
     def files_at(self, workload: WorkloadRef) -> RunFiles:
-        base = self._session.layout.base
-        cwd = remote_cwd(workload)
-        return RunFiles(base if cwd == "." else f"{base}/{cwd}", self._session.target,
-                        self._session.known_hosts, self.ledger_name)
+        return RunFiles(self.run_dir(workload), self._session.target, self._session.known_hosts,
+                        self.ledger_name)
 
     def prepare_log(self) -> list[str]:
         lines, self._prepare_log = self._prepare_log, []
@@ -312,8 +312,7 @@ class SshLauncher(Launcher):
         if error and "ModuleNotFoundError" in error and not workload.in_suite and workload.workdir is None:
             error += " (only the script itself was sent: --workdir DIR sends its project)"
         script = remote_script(workload)
-        base = self._session.layout.base
-        where = base if cwd == "." else f"{base}/{cwd}"
+        where = self.run_dir(workload)
         shown = shown_command([f"{where}/{arg}" if arg == script else arg for arg in cmd],
                               record_file)
         beside = gpu_sampling.summarise(found.get("samples", "")) if sample else None

@@ -23,7 +23,7 @@ import re
 import secrets
 
 from gpubench.mock import billing, vast_instances, vast_overlays, vast_volumes
-from gpubench.mock.vast_common import PROVIDER, USER_ID, error, json_body, next_contract_id, select
+from gpubench.mock.vast_common import PROVIDER, USER_ID, error, json_body, next_contract_id, search_answer
 from gpubench.mock.web import NOT_MINE, SURELY, Request, Response
 
 API_KEY = "5f1d0c9a8b7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c"
@@ -129,17 +129,7 @@ def _search(q, engine) -> Response:
     for offer in engine.vast_offers.values():
         rented = offer.capacity if full else engine.store.used(PROVIDER, str(offer.id))
         rows.append(offer.row(rented, bid))
-    rows = select(rows, q)
-    for fld, direction in reversed(q.get("order") or [["score", "desc"]]):
-        rows.sort(key=lambda r: (r.get(fld) is None, r.get(fld) if r.get(fld) is not None else 0),
-                  reverse=str(direction).lower() == "desc")
-    try:
-        limit = int(q.get("limit") or 0)
-    except (TypeError, ValueError):
-        limit = 0
-    if limit > 0:
-        rows = rows[:limit]
-    return Response(200, {"offers": rows})
+    return Response(200, {"offers": search_answer(rows, q, [["score", "desc"]], 0)})
 
 
 def _create(ask_id: int, req: Request, engine) -> Response:

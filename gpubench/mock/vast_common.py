@@ -79,6 +79,20 @@ def _match(value, op: str, want) -> bool:
         return False
 
 
+def search_answer(rows: list[dict], q: dict, order: list, limit: int) -> list[dict]:
+    """A search's answer: the rows `q` selects, sorted by its "order" (`order` where it has
+    none; a missing field last), at most its "limit" (`limit` where it has none; 0: all)."""
+    rows = select(rows, q)
+    for fld, direction in reversed(q.get("order") or order):
+        rows.sort(key=lambda r: (r.get(fld) is None, r.get(fld) if r.get(fld) is not None else 0),
+                  reverse=str(direction).lower() == "desc")
+    try:
+        limit = int(q.get("limit") or limit)
+    except (TypeError, ValueError):
+        pass
+    return rows[:limit] if limit > 0 else rows
+
+
 def select(rows: list[dict], q: dict) -> list[dict]:
     """The rows that meet every condition of query `q` ({field: {op: value}})."""
     out = []

@@ -39,7 +39,7 @@ import json
 import shutil
 import time
 
-from gpubench.mock.vast_common import PROVIDER, error, json_body, next_contract_id, select
+from gpubench.mock.vast_common import PROVIDER, error, json_body, next_contract_id, search_answer
 from gpubench.mock.web import Request, Response
 
 # A volume offer's id: this base plus its machine's id (distinct from the GPU offers' ids
@@ -115,15 +115,8 @@ def _search(req: Request, engine) -> Response:
         allocated = float(q.get("allocated_storage") or 1.0)
     except (TypeError, ValueError):
         allocated = 1.0
-    rows = select([_volume_offer(engine, o, allocated) for o in _machines(engine).values()], q)
-    for fld, direction in reversed(q.get("order") or [["storage_cost", "asc"]]):
-        rows.sort(key=lambda r: (r.get(fld) is None, r.get(fld) if r.get(fld) is not None else 0),
-                  reverse=str(direction).lower() == "desc")
-    try:
-        limit = int(q.get("limit") or 64)
-    except (TypeError, ValueError):
-        limit = 64
-    return Response(200, {"offers": rows[:limit] if limit > 0 else rows})
+    rows = [_volume_offer(engine, o, allocated) for o in _machines(engine).values()]
+    return Response(200, {"offers": search_answer(rows, q, [["storage_cost", "asc"]], 64)})
 
 
 def machine_of_offer(engine, oid) -> object | None:

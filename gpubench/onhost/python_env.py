@@ -31,13 +31,18 @@ def canonical(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def is_held(name):
+    """Whether the distribution `name` (canonical) is part of the stack the image chose."""
+    return (name in HELD or name.startswith("nvidia-")) and name not in NOT_HELD
+
+
 def held():
     from importlib import metadata
 
     found = {}
     for dist in metadata.distributions():
         name = canonical(dist.metadata.get("Name") or "")
-        if (name in HELD or name.startswith("nvidia-")) and name not in NOT_HELD and name not in found:
+        if is_held(name) and name not in found:
             found[name] = dist.version  # the first on sys.path is the one imported
     return found
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
-from gpubench.remote.sync import ssh_command
+from gpubench.remote.sync import failure_reason, files_transferred, run_rsync, ssh_command
 from gpubench.remote.target import SshTarget
 
 PULL_TIMEOUT_S = 3600.0
@@ -102,7 +101,7 @@ def pull(files: RunFiles, rel: str, patterns: tuple[str, ...], dest: Path,
     base = ["rsync", "-a", "--stats", *files.ssh(), *filters(patterns)]
     start = time.perf_counter()
     done = _rsync([*base, files.source(rel), f"{dest}/"], files, timeout)
-    sent = _files_transferred(done.stdout)
+    sent = files_transferred(done.stdout, unknown=0)
     if check:
         again = _rsync([*base, "--dry-run", "--checksum", "--itemize-changes",
                         files.source(rel), f"{dest}/"], files, timeout)
@@ -139,23 +138,12 @@ def size_text(size: int) -> str:
 
 def _rsync(cmd: list[str], files: RunFiles, timeout: float,
            missing_ok: bool = False) -> subprocess.CompletedProcess:
-    if shutil.which("rsync") is None:
-        raise PullError("rsync is not installed on this machine (apt-get install rsync)")
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise PullError(f"pulling from {files.describe()} did not finish in {timeout:.0f}s") from None
-    if done.returncode == 23 and missing_ok and "No such file or directory" in done.stderr:
-        return subprocess.CompletedProcess(cmd, 0, "", "")
-    if done.returncode not in (0, 24):  # 24: a file vanished meanwhile (a run still writing)
-        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        raise PullError(f"pulling from {files.describe()} failed: "
-                        f"{lines[0] if lines else f'rsync exit code {done.returncode}'}")
+    """sync.run_rsync, a file that vanished meanwhile (24: a run still writing) no
+    failure; with `missing_ok`, a source directory that is not there (23) is nothing."""
+    doing = f"pulling from {files.describe()}"
+    done = run_rsync(cmd, timeout, doing, PullError, accept=(0, 23, 24) if missing_ok else (0, 24))
+    if done.returncode == 23:
+        if "No such file or directory" in done.stderr:
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        raise PullError(f"{doing} failed: {failure_reason(done.stderr, done.returncode)}")
     return done
-
-
-def _files_transferred(stats: str) -> int:
-    m = re.search(r"Number of regular files transferred:\s*([\d,]+)", stats)
-    return int(m.group(1).replace(",", "")) if m else 0
-

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.onhost.workdir_guard import KEEP_DIR
+from gpubench.errors import GpubenchError
 from gpubench.remote.errors import SyncError
 from gpubench.remote.target import SshTarget
 
@@ -229,24 +230,38 @@ def ignored_line(ignored: Ignored, shown: int = 3) -> str:
 
 
 def _rsync(target: SshTarget, cmd: list[str], timeout: float) -> SyncResult:
-    if shutil.which("rsync") is None:
-        raise SyncError("rsync is not installed on this machine (apt-get install rsync)")
     start = time.perf_counter()
+    done = run_rsync(cmd, timeout, f"rsync to {target}")
+    return SyncResult(files_transferred(done.stdout), time.perf_counter() - start, cmd)
+
+
+def run_rsync(cmd: list[str], timeout: float, doing: str, error: type[GpubenchError] = SyncError,
+              accept: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
+    """rsync run to its end within `timeout`; `error` (one line, `doing` naming what it
+    did: "rsync to HOST", "pulling from HOST:DIR") when it is missing, too slow, or exits
+    with a status `accept` does not hold."""
+    if shutil.which("rsync") is None:
+        raise error("rsync is not installed on this machine (apt-get install rsync)")
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                               timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise SyncError(f"rsync to {target} did not finish in {timeout:.0f}s") from None
-    if done.returncode != 0:
-        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        why = _rsync_reason(lines, done.returncode)
-        raise SyncError(f"rsync to {target} failed: {why}")
-    return SyncResult(_files_transferred(done.stdout), time.perf_counter() - start, cmd)
+        raise error(f"{doing} did not finish in {timeout:.0f}s") from None
+    if done.returncode not in accept:
+        raise error(f"{doing} failed: {failure_reason(done.stderr, done.returncode)}")
+    return done
 
 
-def _files_transferred(stats: str) -> int:
+def files_transferred(stats: str, unknown: int = -1) -> int:
+    """The regular files rsync's --stats says it sent; `unknown` where it does not say."""
     m = re.search(r"Number of regular files transferred:\s*([\d,]+)", stats)
-    return int(m.group(1).replace(",", "")) if m else -1
+    return int(m.group(1).replace(",", "")) if m else unknown
+
+
+def failure_reason(stderr: str, code: int) -> str:
+    """rsync's failure in words: a host key or a missing remote rsync said plainly, else
+    its first line."""
+    return _rsync_reason([ln for ln in stderr.splitlines() if ln.strip()], code)
 
 
 def _rsync_reason(lines: list[str], code: int) -> str:

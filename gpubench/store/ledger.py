@@ -275,6 +275,20 @@ def open_ledger_file(path: Path | None, schema: str) -> tuple[Path, sqlite3.Conn
     return path, db
 
 
+def set_columns(db: sqlite3.Connection, path: Path, table: str, columns: list[str], row_id: int,
+                values: dict) -> None:
+    """Set `values` (only names among `columns`) on row `row_id` of `table` in the ledger
+    file at `path`; LedgerError in one line when sqlite refuses."""
+    bad = set(values) - set(columns)
+    if bad:
+        raise ValueError(f"unknown {table} columns: {sorted(bad)}")
+    try:
+        db.execute(f"UPDATE {table} SET {', '.join(f'{k} = ?' for k in values)} WHERE row_id = ?",
+                   [*values.values(), row_id])
+    except sqlite3.DatabaseError as e:
+        raise LedgerError(f"{path}: {e}") from None
+
+
 class Ledger:
     """Open with Ledger() for the user's ledger, Ledger(path) elsewhere (tests)."""
 

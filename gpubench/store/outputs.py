@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from gpubench.store.ledger import open_ledger_file
+from gpubench.store.ledger import open_ledger_file, set_columns
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_outputs (
@@ -136,8 +136,4 @@ class OutputsLedger:
                 if r.pending and (r.machine, r.instance_row) in wanted]
 
     def _set(self, row_id: int, **values) -> None:
-        bad = set(values) - set(_COLUMNS)
-        if bad:
-            raise ValueError(f"unknown run_outputs columns: {sorted(bad)}")
-        sets = ", ".join(f"{k} = ?" for k in values)
-        self._db.execute(f"UPDATE run_outputs SET {sets} WHERE row_id = ?", [*values.values(), row_id])
+        set_columns(self._db, self.path, "run_outputs", _COLUMNS, row_id, values)

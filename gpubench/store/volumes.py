@@ -8,14 +8,13 @@ was not asked to remove its volume.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from gpubench.errors import UsageError
 from gpubench.providers.common import Account
-from gpubench.store.ledger import LedgerError, account_columns, open_ledger_file
+from gpubench.store.ledger import LedgerError, account_columns, open_ledger_file, set_columns
 
 REQUESTED, CREATED, DELETED = "requested", "created", "deleted"
 
@@ -130,12 +129,5 @@ class VolumesLedger:
         return row
 
     def _set(self, row_id: int, **values) -> VolumeRow:
-        bad = set(values) - set(_COLUMNS)
-        if bad:
-            raise ValueError(f"unknown volume columns: {sorted(bad)}")
-        try:
-            self._db.execute(f"UPDATE volumes SET {', '.join(f'{k} = ?' for k in values)} WHERE row_id = ?",
-                             [*values.values(), row_id])
-        except sqlite3.DatabaseError as e:
-            raise LedgerError(f"{self.path}: {e}") from None
+        set_columns(self._db, self.path, "volumes", _COLUMNS, row_id, values)
         return self.get(row_id)

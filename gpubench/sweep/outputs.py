@@ -103,7 +103,7 @@ class OutputKeeper:
         if self.patterns:
             try:
                 done = pull(self.files, rel or "", self.patterns, dest)
-                count = len(listing(RunFiles(str(dest)), ""))
+                count = sum(1 for path in dest.rglob("*") if path.is_file())
                 self.echo(f"{prefix}outputs: {count} file(s) in {dest} ({done.files} pulled now, "
                           f"checked, {done.seconds:.1f}s)")
                 pulled = True
