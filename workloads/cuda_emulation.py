@@ -437,8 +437,8 @@ class Emulation:
         """torch.load: a storage mapped to CUDA (map_location "cuda", "cuda:0",
         torch.device("cuda"), or saved on a GPU and loaded as it was) goes to the meta
         device, as every tensor put on cuda does. torch.save writes a meta tensor as torch
-        writes one (shape and dtype, no bytes); a module pickled (torch.save of a whole
-        model, copy.deepcopy) leaves out the hooks the calibration put on it."""
+        writes one (shape and dtype, no bytes). (The probe's hooks are left out of a pickled
+        module by the probe itself, as in a measured run: script_probe._patch_getstate.)"""
         import torch.serialization as serialization
 
         def to_meta(storage, location):
@@ -462,13 +462,6 @@ class Emulation:
             return reduce(tensor, proto)
 
         torch.Tensor._reduce_ex_internal = reduce_ex_internal
-        getstate = torch.nn.Module.__getstate__
-
-        @functools.wraps(getstate)
-        def module_getstate(module):
-            return _without_our_hooks(getstate(module))
-
-        torch.nn.Module.__getstate__ = module_getstate
 
     def _distributed(self) -> None:
         import torch.distributed as dist
@@ -822,41 +815,6 @@ def _stand_in(cls, holds: str, on_wrap=None) -> None:
 
     cls.__init__, cls.forward = init, forward
     cls.__getstate__, cls.__setstate__ = getstate, setstate
-
-
-# A module's hook dictionaries, each with those keyed by the same handles' ids.
-HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
-         "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
-         "_load_state_dict_post_hooks")
-HOOK_FLAGS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
-
-
-def _ours(hook) -> bool:
-    """A hook the calibration put on a module (the probe's, the emulation's): its code
-    is in this directory."""
-    function = getattr(hook, "__func__", hook)
-    function = getattr(function, "func", function)   # functools.partial
-    code = getattr(function, "__code__", None)
-    return code is not None and os.path.dirname(os.path.realpath(code.co_filename)) == HERE
-
-
-def _without_our_hooks(state):
-    """A module's pickled state (its __dict__) without the calibration's hooks: they
-    belong to this process, and their classes to no module a reader has."""
-    if not isinstance(state, dict):
-        return state
-    dropped = set()
-    for name in HOOKS:
-        hooks = state.get(name)
-        if isinstance(hooks, dict) and any(_ours(h) for h in hooks.values()):
-            kept = type(hooks)((k, h) for k, h in hooks.items() if not _ours(h))
-            dropped |= set(hooks) - set(kept)
-            state = {**state, name: kept}
-    for name in HOOK_FLAGS if dropped else ():
-        flags = state.get(name)
-        if isinstance(flags, dict):
-            state = {**state, name: type(flags)((k, v) for k, v in flags.items() if k not in dropped)}
-    return state
 
 
 def install(card: Card) -> Emulation:

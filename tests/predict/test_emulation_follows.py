@@ -109,18 +109,22 @@ def test_under_the_emulation_a_model_is_saved_as_meta_tensors_and_loads_back(tmp
 
 @pytest.mark.slow
 def test_a_modules_pickled_state_leaves_out_the_calibrations_hooks(monkeypatch):
-    """The hooks whose code is the calibration's (workloads/) are left out of a module's
-    pickled state; the script's own are kept."""
+    """The hooks the probe put on a model are left out of its pickled state (in a
+    calibration as in a measured run: script_probe._patch_getstate); the script's own are
+    kept."""
     import torch
+    import torch.nn.modules.module as module_module
 
-    monkeypatch.syspath_prepend(str(WORKLOADS))
-    import cuda_emulation
+    from gpubench.workloads import script_probe
 
+    monkeypatch.setattr(torch.nn.Module, "__getstate__", torch.nn.Module.__getstate__, raising=False)
+    script_probe._patch_getstate(module_module)
     model = torch.nn.Linear(2, 2)
-    ours = model.register_forward_pre_hook(cuda_emulation._nothing(), with_kwargs=True)
+    ours = model.register_forward_pre_hook(lambda module, args, kwargs: None, with_kwargs=True)
+    monkeypatch.setattr(script_probe, "_hooked", [(model, ours)])
     theirs = model.register_forward_hook(print)
     mine = model.register_forward_pre_hook(_user_hook)
-    state = cuda_emulation._without_our_hooks(model.__getstate__())
+    state = model.__getstate__()
     assert list(state["_forward_pre_hooks"]) == [mine.id] and ours.id not in state["_forward_pre_hooks_with_kwargs"]
     assert list(state["_forward_hooks"]) == [theirs.id]
     assert ours.id in model._forward_pre_hooks   # the module itself keeps them
