@@ -25,7 +25,9 @@ namespace), the prediction of each workload's 2-node throughput and speedup, and
 Part G, no run: each configuration of the reference records measured on a real GPU
 (results/reference/<device>/) is predicted by the step model (gpubench/predict/ops.py)
 with its constants fitted to every other configuration (leave-one-out), beside the
-measurement: the error, whether it falls inside the interval, and the memory a GPU.
+measurement: the error, whether it falls inside the interval, and the memory a GPU;
+then other cards, each published run's throughput over its series' anchor card against
+the model's ratio for the suite's equivalent run (gpubench/predict/published.py).
 
 Part S, users' scripts: `gpubench predict SCRIPT --gpu H200 --gpus 1 --format json`
 for each script whose step was measured on the reference H200 (the figures and their
@@ -693,11 +695,16 @@ def part_g() -> int:
     if not pts:
         say("part G: no reference record on a GPU to check the model against")
         return 1
-    checks = fit.leave_one_out(pts)
+    checks = fit.leave_one_out(pts, anchors=fit.reference_ceilings())
     say(f"part G: {len(pts)} configurations measured on {', '.join(sorted({p.rates.name for p in pts}))}, "
         f"each predicted with itself left out of the fit ({time.monotonic() - t0:.1f} s)")
     say("command: " + " ".join([Path(sys.executable).name, *sys.argv]))
     say(fit.table(checks))
+    from gpubench.predict import ops, published
+
+    say("\nother cards: each published run over its series' anchor card, against the model's ratio "
+        "(the shipped constants)")
+    say(published.table(published.card_checks(ops.load_constants())))
     return 0
 
 

@@ -124,6 +124,80 @@ def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+# Operations that read only the rows an index picks, not the whole of an input: the
+# negative log-likelihood reads one score a row (its backward writes the whole gradient
+# but reads no scores), an embedding one table row a token.
+GATHERS = {"aten.nll_loss_forward", "aten.nll_loss2d_forward", "aten.nll_loss_backward",
+           "aten.nll_loss2d_backward", "aten.embedding"}
+
+
+def moved_bytes(name: str, args: tuple, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> int:
+    """The bytes an operation's kernel reads and writes: every tensor it takes and returns,
+    but where it gathers (GATHERS), only the rows it picks of the input it indexes."""
+    if name in GATHERS and args and isinstance(args[0], torch.Tensor):
+        if name == "aten.embedding":        # (weight, indices): a row a token
+            rest = inputs[1:]
+            picked = outputs[0].numel() * args[0].element_size()
+        elif name.endswith("_forward"):     # (self, target, ...): a score a row
+            scores, rest = args[0], inputs[1:]
+            classes = scores.shape[1] if scores.dim() > 1 else 1
+            picked = scores.numel() // max(classes, 1) * scores.element_size()
+        else:                               # (grad_output, self, target, ...): no score read
+            rest = [t for t in inputs if t is not args[1]]
+            picked = 0
+        return picked + sum(nbytes(t) for t in rest + outputs)
+    return sum(nbytes(t) for t in inputs + outputs)
+
+
+def _channels_last(t) -> bool:
+    """Laid out channels_last and not also NCHW (a 1x1 kernel or a 1x1 image is both)."""
+    return (isinstance(t, torch.Tensor) and t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)
+            and not t.is_contiguous())
+
+
+def _conv_parts(name: str, args: tuple, out) -> tuple[list, list] | None:
+    """A convolution's activations and its input and weight, forward or backward."""
+    if name == "aten.convolution":
+        return [args[0], out], [args[0], args[1]]
+    if name == "aten.convolution_backward":
+        return [args[0], args[1], out[0] if isinstance(out, (tuple, list)) else None], [args[1], args[2]]
+    return None
+
+
+# cuDNN's own kernels that turn an NCHW convolution's tensors to NHWC and back: launched
+# from inside cuDNN (no dispatch of their own on the host)
+TRANSPOSE = "cudnn.nchw_nhwc_transpose"
+
+
+def transposed_bytes(name: str, args: tuple, out) -> int:
+    """What cuDNN adds to a 16-bit convolution whose activations are NCHW: its tensor-core
+    kernels take NHWC, so each activation is transposed in (read and written once more)
+    and the result transposed back. Where the input or the weight is channels_last, cuDNN
+    runs channels_last throughout (torch's cudnn_conv_suggest_memory_format): none."""
+    parts = _conv_parts(name, args, out)
+    if parts is None:
+        return 0
+    acts, (first, weight) = parts
+    if (not isinstance(first, torch.Tensor) or first.dim() != 4 or first.dtype not in (torch.bfloat16, torch.float16)
+            or first.shape[2] * first.shape[3] <= 1 or _channels_last(first) or _channels_last(weight)):
+        return 0
+    return 2 * sum(nbytes(t) for t in acts if isinstance(t, torch.Tensor))
+
+
+def as_gpu_lays_out(name: str, args: tuple, out):
+    """A convolution's result laid out as on a GPU: channels_last where its input or weight
+    is (the meta device's kernel returns NCHW whatever it is given, and the layers after it
+    would then count transposes a GPU does not make)."""
+    parts = _conv_parts(name, args, out)
+    if parts is None or not any(_channels_last(t) for t in parts[1]):
+        return out
+    if name == "aten.convolution" and isinstance(out, torch.Tensor) and out.dim() == 4:
+        return out.contiguous(memory_format=torch.channels_last)
+    if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor) and out[0].dim() == 4:
+        return (out[0].contiguous(memory_format=torch.channels_last), *out[1:])
+    return out
+
+
 def _is_view(func) -> bool:
     return any(r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns)
 
@@ -164,6 +238,9 @@ class StepCounter(TorchDispatchMode):
         self.ops: list[tuple] = []
         self.phase = "forward"
         self.device_only = device_only
+        self.gathered: list[int] | None = None   # [FLOPs, ops] while a fused kernel's parts are summed
+        self.quiet = False                       # while bookkeeping of our own runs
+        self._rnn: FusedRNN | None = None
         self.live: dict[int, tuple[StorageWeakRef, int]] = {}
         for t in alive:
             self._keep(t)
@@ -182,11 +259,36 @@ class StepCounter(TorchDispatchMode):
             del self.live[key]
         return sum(n for _, n in self.live.values())
 
+    def __enter__(self):
+        self._rnn = FusedRNN(self)
+        self._rnn.install()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            if self._rnn is not None:
+                self._rnn.remove()
+                self._rnn = None
+
+    def record(self, name: str, flops: int, moved: int, math: str, outputs: tuple = ()) -> None:
+        """One kernel the dispatcher did not see as such (a fused recurrent layer)."""
+        self.ops.append((self.phase, name, flops, moved, "kernel", math if flops else ""))
+        for t in outputs:
+            self._keep(t)
+        self.peak_bytes = max(self.peak_bytes, self._alive())
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         name = str(func.overloadpacket)
-        if name.startswith("profiler."):
+        out = as_gpu_lays_out(name, args, func(*args, **kwargs))
+        if name.startswith("profiler.") or self.quiet:
+            return out
+        if self.gathered is not None:
+            if func.overloadpacket in flop_registry:
+                self.gathered[0] += int(flop_registry[func.overloadpacket](*args, **kwargs, out_val=out))
+            self.gathered[1] += 1
             return out
         packet = func.overloadpacket
         inputs, outputs = _tensors((args, kwargs)), _tensors(out)
@@ -196,13 +298,16 @@ class StepCounter(TorchDispatchMode):
             flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
         view = _is_view(func)
         kernel = on_device and not view and name not in NO_KERNEL
-        moved = 0
+        moved = transposed = 0
         if kernel:
-            moved = sum(nbytes(t) for t in inputs + outputs)
+            moved = moved_bytes(name, args, inputs, outputs)
+            transposed = transposed_bytes(name, args, out)
             if not outputs and self.device_only:
                 moved += sum(nbytes(t) for t in _written(func, args))
         self.ops.append((self.phase, name, flops, moved, "kernel" if kernel else "host",
                          math_of(name, inputs) if flops else ""))
+        if transposed:
+            self.ops.append((self.phase, TRANSPOSE, 0, transposed, "kernel", ""))
         for t in outputs:
             self._keep(t)
         if self.device_only:   # a script's buffers and batches, first seen as inputs
@@ -210,3 +315,105 @@ class StepCounter(TorchDispatchMode):
                 self._keep(t)
         self.peak_bytes = max(self.peak_bytes, self._alive())
         return out
+
+
+# The recurrent layers cuDNN runs whole (torch._VF's functions, which nn.LSTM, nn.GRU and
+# nn.RNN call), and the gates each step computes a hidden unit's worth of.
+RNN_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+class FusedRNN:
+    """A recurrent layer as a GPU runs it: cuDNN takes the whole sequence in one call (a
+    few kernels a layer, launched from C++), where the meta device decomposes it into a
+    dozen operations a time step, each of which the host would pay for. Counted as one
+    kernel forward and one backward: the FLOPs of the decomposition (its backward twice
+    the forward's, as for any matrix product), the bytes of its inputs, outputs and the
+    reserve cuDNN keeps for the backward (every step's gates), read back in the backward.
+
+    torch._VF's functions are swapped while the counter counts (nn.LSTM looks them up at
+    each call); not a torch function mode, which a count started inside a torch
+    function's handling (a backward's end) could not push and pop in order."""
+
+    def __init__(self, counter: StepCounter) -> None:
+        self.counter = counter
+        self.originals: dict[str, object] = {}
+
+    def install(self) -> None:
+        for name in RNN_GATES:
+            original = getattr(torch._VF, name, None)
+            if original is not None and name not in vars(torch._VF):
+                self.originals[name] = original
+                setattr(torch._VF, name, self._fused(name, original))
+
+    def remove(self) -> None:
+        for name in self.originals:
+            vars(torch._VF).pop(name, None)
+        self.originals.clear()
+
+    def _fused(self, name: str, original):
+        def counted(*args, **kwargs):
+            tensors = _tensors((args, kwargs))
+            if not any(t.is_meta for t in tensors) or self.counter.gathered is not None:
+                return original(*args, **kwargs)
+            return self._count(name, original, tensors, args, kwargs)
+        return counted
+
+    def _count(self, name: str, original, tensors: list[torch.Tensor], args: tuple, kwargs: dict):
+        counter = self.counter
+        counter.gathered = [0, 0]
+        try:
+            with torch.no_grad():
+                out = original(*args, **kwargs)
+        finally:
+            flops, _ = counter.gathered
+            counter.gathered = None
+        outputs = _tensors(out)
+        layers = next((a for a in args if type(a) is int), 1)
+        reserve = RNN_GATES[name] * outputs[0].numel() * layers * outputs[0].element_size()
+        moved = sum(nbytes(t) for t in tensors + outputs) + reserve
+        math = math_of("aten._cudnn_rnn", tensors)
+        counter.record("aten._cudnn_rnn", flops, moved, math, tuple(outputs))
+        wanted = [t for t in tensors if t.requires_grad]
+        if not wanted or not torch.is_grad_enabled():
+            return out
+        fresh = iter(_RNNBackward.apply(_Fused(counter, 2 * flops, 2 * moved, math, tuple(outputs)), *wanted))
+        return _replace(out, {id(t): next(fresh) for t in outputs})
+
+
+class _Fused:
+    """What the backward of a fused recurrent layer counts, and the outputs it stands for."""
+
+    def __init__(self, counter: StepCounter, flops: int, moved: int, math: str, outputs: tuple) -> None:
+        self.counter, self.flops, self.moved, self.math, self.outputs = counter, flops, moved, math, outputs
+
+
+class _RNNBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, fused: _Fused, *inputs):
+        ctx.fused = fused
+        ctx.inputs = inputs          # meta tensors: shapes only, nothing held
+        fused.counter.quiet = True
+        try:
+            return tuple(torch.empty_like(t) for t in fused.outputs)
+        finally:
+            fused.counter.quiet = False
+
+    @staticmethod
+    def backward(ctx, *grads):
+        fused = ctx.fused
+        fused.counter.record("aten._cudnn_rnn_backward", fused.flops, fused.moved, fused.math)
+        fused.counter.quiet = True
+        try:
+            return (None, *(torch.zeros_like(t) for t in ctx.inputs))
+        finally:
+            fused.counter.quiet = False
+
+
+def _replace(value, fresh: dict):
+    """`value` (a tensor, or tuples and lists of them) with each tensor whose id is in
+    `fresh` swapped for its new one."""
+    if isinstance(value, torch.Tensor):
+        return fresh.get(id(value), value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_replace(v, fresh) for v in value)
+    return value

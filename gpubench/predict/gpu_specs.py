@@ -45,6 +45,7 @@ class GpuSpec:
     peaks_source: str
     memory_source: str
     link_source: str
+    memory_kind: str = "HBM"     # "GDDR": a graphics card's memory (GeForce, the L and A10/A40 parts, T4)
 
 
 DATASHEET = "NVIDIA datasheet"
@@ -98,36 +99,37 @@ SPECS: tuple[GpuSpec, ...] = (
     GpuSpec("A100 PCIe", 40, 1555, 19.5, 156, 312, 312, False, None, 4,
             f"{_A100_PEAKS}; the 250 W TDP lowers sustained clocks", DATASHEET, _pcie(4)),
     GpuSpec("L40S", 48, 864, 91.6, 183, 362, 362, False, None, 4,
-            f"{_ML_ENG} note 6; torchtitan 362e12", DATASHEET, _pcie(4)),
+            f"{_ML_ENG} note 6; torchtitan 362e12", DATASHEET, _pcie(4), memory_kind="GDDR"),
     GpuSpec("L40", 48, 864, 90.5, 90.5, 181, 181, False, None, 4,
-            "pytorch/ao:torchao/profiler/device_spec.py 'l40' (NVIDIA L40 datasheet)", DATASHEET, _pcie(4)),
+            "pytorch/ao:torchao/profiler/device_spec.py 'l40' (NVIDIA L40 datasheet)", DATASHEET, _pcie(4),
+            memory_kind="GDDR"),
     GpuSpec("L4", 24, 300, 30.3, 60, 121, 121, False, None, 4,
             "winston-zhang-orz/gpu-specs:specs.md; kentjliu/acml-project1:README.md (242 sparse)",
-            DATASHEET, _pcie(4)),
+            DATASHEET, _pcie(4), memory_kind="GDDR"),
     GpuSpec("A10", 24, 600, 31.2, 62.5, 125, 125, False, None, 4,
             f"{_LIGHTNING} 'a10g' (cites a10-datasheet.pdf); winston-zhang-orz/gpu-specs:specs.md",
-            DATASHEET, _pcie(4)),
+            DATASHEET, _pcie(4), memory_kind="GDDR"),
     GpuSpec("A40", 48, 696, 37.4, 74.8, 149.7, 149.7, False, None, 4,
             "NVIDIA A40 datasheet (BF16 with FP32 accumulate 149.7 dense); "
-            "pytorch/ao:torchao/profiler/device_spec.py 'a40' (FP32, TF32)", DATASHEET, _pcie(4)),
+            "pytorch/ao:torchao/profiler/device_spec.py 'a40' (FP32, TF32)", DATASHEET, _pcie(4), memory_kind="GDDR"),
     # Tensor peaks disagree at the sources: the datasheet's 309.7 sparse reads as 154.8
     # dense, llm.c:llmc/mfu.h scales the GeForce rate (77.4 BF16), pytorch/ao says 38.7.
     GpuSpec("RTX A6000", 48, 768, 38.7, None, None, None, False, None, 4,
             "NVIDIA RTX A6000 datasheet (FP32 38.7); tensor peaks conflict between sources",
-            DATASHEET, _pcie(4)),
+            DATASHEET, _pcie(4), memory_kind="GDDR"),
     # NVIDIA prints only FP8 with sparsity (1,457); llm.c scales the GeForce rate instead.
     GpuSpec("RTX 6000 Ada", 48, 960, 91.1, None, None, None, False, None, 4,
             "NVIDIA RTX 6000 Ada datasheet (FP32 91.1); dense tensor peaks not printed",
-            DATASHEET, _pcie(4)),
+            DATASHEET, _pcie(4), memory_kind="GDDR"),
     GpuSpec("RTX 5090", 32, 1792, 104.8, None, None, None, False, 28, 5,
             "NVIDIA RTX Blackwell whitepaper (FP32 104.8); tensor peaks with FP32 accumulate not sourced",
-            DATASHEET, "NVIDIA/nccl#1639: 8x RTX 5090, PCIe Gen5, 28 GB/s (4 GPUs: 35)"),
+            DATASHEET, "NVIDIA/nccl#1639: 8x RTX 5090, PCIe Gen5, 28 GB/s (4 GPUs: 35)", memory_kind="GDDR"),
     # GeForce: FP16/BF16 with FP32 accumulate (autocast) run at half the FP16-accumulate rate.
     GpuSpec("RTX 4090", 24, 1008, 82.6, 82.6, 165.2, 165.2, False, None, 4,
-            "karpathy/llm.c:llmc/mfu.h ADA (Ada whitepaper App. A Table 2)", DATASHEET, _pcie(4)),
+            "karpathy/llm.c:llmc/mfu.h ADA (Ada whitepaper App. A Table 2)", DATASHEET, _pcie(4), memory_kind="GDDR"),
     GpuSpec("RTX 3090", 24, 936, 35.6, 35.6, 71, 71, False, None, 4,
             "GA102 whitepaper App. A; karpathy/llm.c:llmc/mfu.h AMPERE_CONSUMER scaled (derived)",
-            DATASHEET, _pcie(4)),
+            DATASHEET, _pcie(4), memory_kind="GDDR"),
     GpuSpec("V100 SXM", 16, 900, 15.7, None, None, 125, True, None, 3,
             f"{_LIGHTNING} 'v100-sxm' (V100 datasheet)", DATASHEET,
             "NVIDIA datasheet (NVLink2 SXM2, PCIe Gen3); no published all-reduce figure"),
@@ -135,7 +137,7 @@ SPECS: tuple[GpuSpec, ...] = (
             f"{_LIGHTNING} 'v100-sxm' (V100 datasheet)", DATASHEET,
             "NVIDIA datasheet (NVLink2 SXM2, PCIe Gen3); no published all-reduce figure"),
     GpuSpec("T4", 16, 320, 8.1, None, None, 65, False, None, 3,
-            f"{_LIGHTNING} 't4' (t4-tensor-core-datasheet-951643.pdf)", DATASHEET, _pcie(3)),
+            f"{_LIGHTNING} 't4' (t4-tensor-core-datasheet-951643.pdf)", DATASHEET, _pcie(3), memory_kind="GDDR"),
 )
 
 # Spellings that mean one row although they differ from its name (a bare H200 is the SXM

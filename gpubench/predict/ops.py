@@ -5,15 +5,19 @@ workloads/op_profile.py counted every operation of one training step on the meta
 device (step_profiles.json): its FLOPs and the bytes it reads and writes, as a + b x
 batch, and whether it runs a kernel or only costs the host a dispatch (a view). Here:
 
-    device = sum over kernels of  max(FLOPs / (e_flop x peak),  bytes / (e_bw x bandwidth))
-    host   = kernels x host_per_kernel + views x host_per_view + host_per_step
-    step   = (host^p + device^p)^(1/p)
+    device = sum over computing kernels of  FLOPs / (e_flop x peak) + bytes / (e_bw x bandwidth)
+           + sum over the others of          bytes / (e_bw x bandwidth)
+    host   = kernels x host_per_kernel (forward, optimizer: Python)
+           + kernels x host_per_kernel_backward (autograd's engine) + views x host_per_view
+    step   = host_per_step + max((host^p + device^p)^(1/p),
+                                 host up to a phase + device from it on, for each phase)
 
 The peak is the card's datasheet rate for the operation's math (bf16/fp16 tensor cores
 under autocast; TF32 for fp32 convolutions, cuDNN's default; plain FP32 for fp32 matrix
 products, the suite's default), the bandwidth its memory's. A step is the slower of the
 two streams, host and device, softened where they are close (p): they overlap only
-while neither waits on the other. The constants (the e's, the host's costs, p, and what
+while neither waits on the other, and not across phases the host and the device each
+hold back in turn (queued). The constants (the e's, the host's costs, p, and what
 torch.compile and FSDP change) are measured: fitted to the suite's runs on a real GPU
 (gpubench/predict/step_constants.json, `python -m gpubench.predict.fit`).
 
@@ -103,43 +107,64 @@ class Constants:
 
     e_flop: float            # share of the datasheet tensor/FP32 peak a matrix product reaches
     e_bw: float              # share of the datasheet memory bandwidth a memory-bound kernel reaches
-    host_per_kernel: float   # seconds of host time to issue one kernel (eager: Python, autograd, dispatch)
+    host_per_kernel: float   # seconds of host time to issue one kernel from Python (eager: the forward, the
+    #                          optimizer; Python, dispatch)
     host_per_view: float     # seconds for an operation with no kernel (a view)
     host_per_step: float     # seconds a step costs the host whatever it computes (loop, timing, hooks)
     overlap_p: float         # the soft maximum's exponent: how well host and device overlap
     compile_bytes: float     # share of the memory-bound bytes left after torch.compile's fusion
     compile_host: float      # share of the host's per-kernel cost left under torch.compile
     fsdp_host_per_unit: float    # host seconds per FSDP unit and step (hooks, copies, streams)
-    low_precision_bytes: float   # a 16-bit convolution's extra passes over its tensors, in its bytes
-    #                              (cuDNN's tensor-core kernels take NHWC: NCHW is transposed in and out)
+    low_precision_bytes: float   # a 16-bit convolution's passes over its tensors beyond the one the roofline
+    #                              counts, fitted on channels_last ResNet-50 (an NCHW one's transposes to
+    #                              NHWC and back are counted apart, by workloads/step_count.py)
     compile_activations: float   # share of the activations torch.compile keeps
     base_bytes: float            # what any step allocates beside the model (cuBLAS's workspaces)
     device_per_kernel: float     # seconds a kernel takes on the device whatever it does (launch, ramp, tail)
     e_flop_fp32: float           # the share of the plain FP32 peak a matrix product reaches (CUDA cores'
     #                              GEMMs, not the tensor cores' that e_flop is for)
     conv_workspace: float        # cuDNN's autotuned convolutions' workspace, in largest convolutions
+    host_per_kernel_backward: float  # seconds to issue one kernel of the backward (autograd's engine, in C++)
     source: str
     fitted_on: tuple[str, ...] = ()
     loo_median_error: float | None = None   # leave-one-out median |error| of the throughput
     loo_max_error: float | None = None      # and the largest, of the DDP configurations
+    # the largest leave-one-out error of each family ("gpt-ddp", "gpt-fsdp", "resnet-ddp", ...)
+    family_error: tuple[tuple[str, float], ...] = ()
+    # the largest error of the card-to-card ratios against published runs, by memory kind
+    # ("HBM", "GDDR"): what a card the model was not fitted on adds (published.py)
+    other_card_error: tuple[tuple[str, float], ...] = ()
 
     def uncertainty(self, config: "Config") -> float:
         """How far the step may be off, as a factor (the interval is value/(1+u) to
-        value*(1+u)): the largest leave-one-out error of the DDP configurations, at least
-        15%; FSDP's, wider (FSDP_UNCERTAINTY)."""
-        if config.fsdp:
-            return FSDP_UNCERTAINTY
-        return max(MIN_UNCERTAINTY, self.loo_max_error or 0.3)
+        value*(1+u)): the largest leave-one-out error of the configuration's family, at
+        least 15%; a family with none measured (a user's script) takes the largest of the
+        DDP configurations, FSDP without its own FSDP_UNCERTAINTY."""
+        own = dict(self.family_error).get(family_of(config))
+        if own is None:
+            own = FSDP_UNCERTAINTY if config.fsdp else (self.loo_max_error or 0.3)
+        return max(MIN_UNCERTAINTY, own)
+
+    def card_spread(self, spec: gpu_specs.GpuSpec) -> float:
+        """What a card the model was not fitted on adds to the interval: the largest error
+        of the published card-to-card ratios of cards with its kind of memory."""
+        return dict(self.other_card_error).get(spec.memory_kind, OTHER_GPU_SPREAD)
+
+
+def family_of(config: "Config") -> str:
+    """A configuration's family, for its interval: the suite workload, FSDP apart."""
+    return "gpt-fsdp" if config.fsdp else config.workload
 
 
 DEFAULT_CONSTANTS = Constants(
     e_flop=0.75, e_bw=0.5, host_per_kernel=40e-6, host_per_view=10e-6, host_per_step=4e-4,
     overlap_p=3.0, compile_bytes=0.5, compile_host=0.1, fsdp_host_per_unit=2.9e-3, low_precision_bytes=1.0,
     compile_activations=0.6, base_bytes=32 * 2**20, conv_workspace=4.0, device_per_kernel=3e-6, e_flop_fp32=0.75,
-    source="unfitted starting values")
+    host_per_kernel_backward=20e-6, source="unfitted starting values")
 
 _FIELDS = [f for f in Constants.__dataclass_fields__ if f not in ("source", "fitted_on", "loo_median_error",
-                                                                    "loo_max_error")]
+                                                                    "loo_max_error", "family_error",
+                                                                    "other_card_error")]
 FITTED = tuple(_FIELDS)
 
 
@@ -150,9 +175,15 @@ def load_constants(path: Path | None = None) -> Constants:
         values = {k: float(doc["constants"][k]) for k in FITTED}
         return Constants(**values, source=str(doc.get("source", "")),
                          fitted_on=tuple(doc.get("fitted_on", ())),
-                         loo_median_error=doc.get("loo_median_error"), loo_max_error=doc.get("loo_max_error"))
+                         loo_median_error=doc.get("loo_median_error"), loo_max_error=doc.get("loo_max_error"),
+                         family_error=_pairs(doc.get("family_error")),
+                         other_card_error=_pairs(doc.get("other_card_error")))
     except (OSError, ValueError, KeyError, TypeError):
         return DEFAULT_CONSTANTS
+
+
+def _pairs(mapping) -> tuple[tuple[str, float], ...]:
+    return tuple((str(k), float(v)) for k, v in (mapping or {}).items())
 
 
 @lru_cache(maxsize=1)
@@ -320,50 +351,94 @@ def fsdp_bytes(params: int, precision: str) -> float:
     return params * (2 * gather + reduce)
 
 
+def compute_seconds(flops: float, nbytes: float, peak: float, bw: float, e_flop: float) -> float:
+    """A kernel that computes (a matrix product, a convolution, attention): its math at
+    `e_flop` of the peak plus one pass of its operands and result through memory. The two
+    add rather than overlap: a tile's loads and its epilogue's stores wait on each other,
+    so a product near the card's ridge point (a narrow layer on a fast card: GPT-2 small's
+    768-wide matrices on an H200) reaches well under the rate a large square one does,
+    and a card with a low ridge (a GeForce) loses less of its peak than a datacentre
+    card does on the same shapes."""
+    return flops / (e_flop * peak) + nbytes / bw
+
+
+# Kernels a library launches from C++ inside an operation the host already paid for
+# (cuDNN's layout transposes, workloads/step_count.py): device time, no host time.
+LIBRARY_KERNELS = ("cudnn.",)
+# The order a step's phases are issued in (the probe's DataLoader fetch, then the model).
+PHASES = ("data", "forward", "backward", "optimizer")
+
+
 def estimate(config: Config, profile: StepProfile, rates: Rates, c: Constants, gpus: int = 1) -> StepEstimate | None:
     """One GPU's step; None where the card lacks a rate the step needs."""
     if rates.bandwidth is None:
         return None
     bw = c.e_bw * rates.bandwidth
     flop_s = byte_s = 0.0
-    kernels = 0.0
+    host_of: dict[str, float] = {}
+    device_of: dict[str, float] = {}
     for row in profile.rows:
-        if not row.kernel or (config.fsdp and _weight_cast(row)):
+        issue = c.host_per_kernel_backward if row.phase == "backward" else c.host_per_kernel
+        if row.op.startswith(LIBRARY_KERNELS):
+            issue = 0.0
+        if not row.kernel:
+            if not config.compiled:
+                host_of[row.phase] = host_of.get(row.phase, 0.0) + row.count * c.host_per_view
+            continue
+        if config.fsdp and _weight_cast(row):
             continue
         flops, nbytes = row.at(config.batch)
         if flops > 0:
             math = math_of(config, row)
+            if math == "tf32" and rates.tf32 is None:
+                math = "fp32"        # a card without TF32 (Volta, Turing) runs them in FP32
             peak = rates.peak(math)
             if peak is None:
                 return None
-            share = c.e_flop_fp32 if math == "fp32" else c.e_flop
-            t_flop, t_byte = flops / (share * peak), nbytes / bw
-            if t_flop >= t_byte:
-                flop_s += row.count * t_flop
-            else:
-                byte_s += row.count * t_byte
+            t = row.count * compute_seconds(flops, nbytes, peak, bw, c.e_flop_fp32 if math == "fp32" else c.e_flop)
+            flop_s += t
             if row.op in FLOP_OPS_CONV and math in LOW_PRECISION:
-                # NCHW tensors transposed for the tensor cores and back: more passes over them
-                byte_s += row.count * c.low_precision_bytes * nbytes / bw
-            kernels += row.count
+                # cuDNN's 16-bit kernels on the H200 pass over their tensors more than once
+                extra = row.count * c.low_precision_bytes * nbytes / bw
+                byte_s += extra
+                t += extra
+            kernels = row.count
         else:
             share = c.compile_bytes if config.compiled else 1.0
-            if row.op in TWO_PASS:
-                share *= 2.0
-            byte_s += row.count * share * nbytes / bw
-            kernels += row.count * (c.compile_bytes if config.compiled else 1.0)
-    host_kernel = c.host_per_kernel * (c.compile_host if config.compiled else 1.0)
-    host = kernels * host_kernel + (0 if config.compiled else profile.views * c.host_per_view) + c.host_per_step
+            t = row.count * share * nbytes / bw * (2.0 if row.op in TWO_PASS else 1.0)
+            byte_s += t
+            kernels = row.count * (c.compile_bytes if config.compiled else 1.0)
+        host_of[row.phase] = host_of.get(row.phase, 0.0) + kernels * issue * (
+            c.compile_host if config.compiled else 1.0)
+        device_of[row.phase] = device_of.get(row.phase, 0.0) + t + kernels * c.device_per_kernel
     if config.fsdp:
-        host += config.fsdp_units * c.fsdp_host_per_unit
+        # each unit's hooks run once in the forward and once in the backward; its copies
+        # and collectives' memory traffic likewise
+        for phase in ("forward", "backward"):
+            host_of[phase] = host_of.get(phase, 0.0) + config.fsdp_units * c.fsdp_host_per_unit / 2
+            device_of[phase] = device_of.get(phase, 0.0) + fsdp_bytes(profile.params, config.precision) / bw / 2
         byte_s += fsdp_bytes(profile.params, config.precision) / bw
-    device = flop_s + byte_s + kernels * c.device_per_kernel
-    p = c.overlap_p
-    step = (host ** p + device ** p) ** (1.0 / p)
+    phases = sorted(set(host_of) | set(device_of), key=lambda ph: PHASES.index(ph) if ph in PHASES else len(PHASES))
+    hosts = [host_of.get(ph, 0.0) for ph in phases]
+    devices = [device_of.get(ph, 0.0) for ph in phases]
+    host, device = sum(hosts) + c.host_per_step, sum(devices)
+    step = c.host_per_step + queued(hosts, devices, c.overlap_p)
     if config.loader_s:
         step = max(step, config.loader_s) if config.loader_overlaps else step + config.loader_s
     return StepEstimate(host, device, flop_s, byte_s, step, config.batch * profile.work_per_batch,
                         memory_bytes(config, profile, c, gpus), config.loader_s)
+
+
+def queued(hosts: list[float], devices: list[float], p: float) -> float:
+    """When a step's last kernel ends, its phases' host and device seconds given in the
+    order they run: the host issues kernels into a queue the device drains, so the step
+    ends no sooner than the host's time up to some phase plus the device's from there on
+    (a forward the host holds back, then a backward the device does). The whole host
+    and the whole device, the two ends of that, are softened where they are close (p):
+    within a phase they do not take turns evenly."""
+    bounds = [sum(hosts[:k]) + sum(devices[k:]) for k in range(1, len(hosts))]
+    host, device = sum(hosts), sum(devices)
+    return max([(host ** p + device ** p) ** (1.0 / p), *bounds])
 
 
 def memory_bytes(config: Config, profile: StepProfile, c: Constants, gpus: int = 1) -> float:
@@ -392,7 +467,8 @@ def memory_bytes(config: Config, profile: StepProfile, c: Constants, gpus: int =
 
 
 # Where the card is not one the constants were fitted on, its datasheet stands in for
-# what was measured: the interval widens by this much.
+# what was measured: the interval widens by this much where no published run of a card
+# with its kind of memory says more (Constants.card_spread).
 OTHER_GPU_SPREAD = 0.10
 
 
@@ -453,7 +529,7 @@ def modelled(workload: str, args: tuple | list, gpu_name: str, memory_gb: float 
     if est is None:
         return None
     here = spec.name in fitted_gpus(c)
-    spread = c.uncertainty(config) + (0.0 if here else OTHER_GPU_SPREAD)
+    spread = c.uncertainty(config) + (0.0 if here else c.card_spread(spec))
     on = "the card the model was fitted on" if here else "its datasheet's rates"
     how = (f" under FSDP2 over {gpus} GPU{'s' if gpus > 1 else ''}" if config.fsdp else "") + \
         (" compiled" if config.compiled else "")
