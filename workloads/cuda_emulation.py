@@ -10,16 +10,22 @@ What the script is told and where its work goes:
   capability, bf16 support; set_device, synchronize, empty_cache, seeds, streams and
   events do nothing (an event's elapsed time is the host's clock between its records);
   torch.cuda.device is its class and a context manager that changes nothing; the memory
-  counters read 0. torch.accelerator answers as torch.cuda does.
-- a tensor or module put on "cuda" is put on the meta device (shapes and dtypes, no
-  arithmetic), and reports itself as cuda:0; torch's foreach and fused optimizer
+  counters read 0; the CUDA RNG's state is kept and given back (DTensor's random tracker,
+  fork_rng and checkpoints read it). torch.accelerator answers as torch.cuda does.
+- a tensor or module put on "cuda" (or on a device index: model.to(local_rank)) is put on
+  the meta device (shapes and dtypes, no arithmetic), and reports itself as cuda:0; torch's foreach and fused optimizer
   kernels take meta tensors as they take CUDA ones. torch.load with a CUDA map_location
   (or of a checkpoint saved on a GPU) puts its tensors there too; torch.save writes meta
   tensors as torch does (shapes and dtypes), and a module pickled or deep-copied leaves
   out the hooks the calibration put on it.
 - a value read from such a tensor (item, tolist, bool, float, format, cpu, numpy) reads
   as zeros: a loss to log, a norm to print. Control flow on a value the GPU computed
-  (stop when the loss is below x) follows zeros.
+  (stop when the loss is below x) follows zeros. A tensor made from values the script
+  has (its labels and token ids moved there, a mask compared from them, arange or randint
+  made there) keeps a small CPU twin (meta_values), which a read reads and which sizes
+  the shapes that depend on values: boolean-mask indexing, nonzero, masked_select,
+  unique, torch.where(cond); without one, those are taken at their bound (every element
+  selected, every value distinct), noted at the script's line (Emulation.assumed).
 - NCCL is answered by torch's fake process group (every collective a no-op, the world
   the launcher gave); DistributedDataParallel and FSDP wrap the model without copying
   or reducing anything (the step model adds their communication); nn.DataParallel is
@@ -29,21 +35,27 @@ What the script is told and where its work goes:
   gradient-sync settings change nothing but the parameters' dtype, and a
   MixedPrecisionPolicy's param_dtype is what the unit's forward (and so its backward)
   computes in, its parameters and inputs cast as FSDP2 casts them; each call is
-  counted as a unit, and the policy's dtypes noted.
+  counted as a unit, and the policy's dtypes noted. Its parameters show FSDP2's
+  placements (Shard(0)) to a script that inspects them. init_device_mesh forms its mesh
+  over the fake group (its shape noted), so parallelize_module shards a model on the meta
+  device and a DTensor's local shard is rank 0's (workloads/rank_count.py counts it).
 - CUDA autocast applies its policy to meta tensors (step_count.MetaAutocast), nested
   regions as torch nests them (autocast(enabled=False) inside one turns it off), and
   torch's autocast queries for "cuda" (is_autocast_enabled, get_autocast_dtype,
   is_autocast_cache_enabled, get_autocast_gpu_dtype) answer its state: activation
   checkpointing recomputes under the same autocast, as custom_fwd/custom_bwd do;
-  meta tensors have no RNG state for checkpointing to keep. Pinned memory is the
-  tensor itself; torch.compile returns what it was given, and is noted.
+  meta tensors have no RNG state for checkpointing to keep. scaled_dot_product_attention
+  on meta tensors is the kernel a GPU picks (flash, memory-efficient), as under autocast.
+  Pinned memory is the tensor itself; torch.compile returns what it was given, and is
+  noted.
 
-Not followed: FlexAttention, CUDA graphs, Triton kernels and custom CUDA extensions
-(nothing runs them on the meta device), data-dependent shapes (boolean-mask indexing,
-nonzero, unique: a meta tensor has no values to size them by), the CUDA RNG's state
-(torch.cuda.get_rng_state). A call that none of this covers fails as it would on a
-CPU-only torch; the probe names it (Emulation.unfollowed): the deepest line of the
-user's own project in the traceback. Standard library and torch only.
+Not followed, refused at the call in one line naming the user's line (not_followed):
+FlexAttention, CUDA graphs, Triton kernels launched, CUDA extensions built at run time;
+a compiled extension module linking CUDA is not loaded (ImportError: a script's fallback
+runs, noted); bincount and repeat_interleave of values the GPU computed. NVML's figures
+(torch.cuda.utilization) and any call that none of this covers fail as they would on a
+CPU-only torch; the probe names it (Emulation.unfollowed): the deepest line of
+the user's own project in the traceback (user_frames). Standard library and torch only.
 """
 
 from __future__ import annotations
@@ -53,21 +65,24 @@ import functools
 import importlib
 import json
 import os
-import sysconfig
+import sys
 import time
 import types
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map
 
+import meta_values
+import not_followed
 import step_count
+import user_frames
 
-HERE = os.path.dirname(os.path.realpath(__file__))   # the calibration's own files
 CUDA = torch.device("cuda", 0)
 META = torch.device("meta")
-# Tensor methods that read a value off the device; on a meta tensor they read zeros.
+# Tensor methods that read a value off the device; on a meta tensor they read its host copy.
 VALUE_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy", "cpu",
                "__format__", "__array__")
 
@@ -106,6 +121,10 @@ def _is_cuda(device) -> bool:
     return isinstance(device, int) and not isinstance(device, bool)  # .to(0): device index 0
 
 
+def _is_index(device) -> bool:
+    return isinstance(device, int) and not isinstance(device, bool)
+
+
 def _is_cuda_type(device) -> bool:
     """An autocast query's device type: "cuda", or none (the older forms' GPU)."""
     return device is None or device == "cuda" or (isinstance(device, torch.device) and device.type == "cuda")
@@ -115,13 +134,18 @@ def _on_meta(value) -> bool:
     return isinstance(value, torch.Tensor) and value.is_meta
 
 
-def _zeros_like_on_cpu(t: torch.Tensor) -> torch.Tensor:
-    return torch.zeros(t.shape, dtype=t.dtype)
+# Comparisons that read values: on the host copies (meta_values' twins, else zeros).
+VALUE_COMPARISONS = {torch.equal, torch.Tensor.equal, torch.allclose, torch.Tensor.allclose}
 
 
 class CudaOnMeta(TorchFunctionMode):
     """The device map: cuda -> meta for every tensor made or moved; meta tensors say
-    cuda:0; a value read off one reads zeros."""
+    cuda:0; a value read off one reads its twin where meta_values keeps one, else zeros;
+    each call is shown to meta_values, which keeps the twins."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values = meta_values.VALUES
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
@@ -132,21 +156,37 @@ class CudaOnMeta(TorchFunctionMode):
             return True
         name = getattr(func, "__name__", "")
         if args and _on_meta(args[0]) and name in VALUE_READS and getattr(torch.Tensor, name, None) is func:
-            return _read(name, args[0], args[1:])
+            return _read(name, self.values.host_copy(args[0]), args[1:])
+        if func in VALUE_COMPARISONS and any(_on_meta(a) for a in args):
+            return func(*(self.values.host_copy(a) if _on_meta(a) else a for a in args), **kwargs)
         if func is torch.Tensor.cuda:
-            return args[0].to(META)
+            out = args[0].to(META)
+            self.values.after(func, args, kwargs, out, False)
+            return out
         if func in (torch.Tensor.pin_memory,):
             return args[0]
         if func is torch.Tensor.record_stream:
             return None
-        if "device" in kwargs and _is_cuda(kwargs["device"]):
+        if func is F.scaled_dot_product_attention and args and _on_meta(args[0]) and not kwargs.get("enable_gqa"):
+            # the kernel a GPU picks (flash, memory-efficient), not the CPU's math decomposition:
+            # autocast's attention, casting nothing
+            with step_count.MetaAutocast(None):
+                return func(*args, **kwargs)
+        made_on_cuda = "device" in kwargs and _is_cuda(kwargs["device"])
+        if made_on_cuda:
             kwargs["device"] = META
         if func is torch.Tensor.to:
             if args and _on_meta(args[0]) and _to_cpu(args[1:], kwargs):
-                return _zeros_like_on_cpu(args[0]).to(*args[1:], **kwargs)
+                return self.values.host_copy(args[0]).to(*args[1:], **kwargs)
             args = tuple(META if i and _is_cuda(a) else a for i, a in enumerate(args))
             kwargs.pop("non_blocking", None)
-        return func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except NotImplementedError as error:
+            not_followed.no_meta_kernel(error)   # refused at the call, where it is one
+            raise
+        self.values.after(func, args, kwargs, out, made_on_cuda)
+        return out
 
 
 def _to_cpu(args, kwargs) -> bool:
@@ -154,11 +194,11 @@ def _to_cpu(args, kwargs) -> bool:
     return (isinstance(device, torch.device) and device.type == "cpu") or device == "cpu"
 
 
-def _read(name: str, t: torch.Tensor, rest):
-    zeros = _zeros_like_on_cpu(t)
+def _read(name: str, host: torch.Tensor, rest):
+    """A value read of a meta tensor, from its host copy."""
     if name == "__format__":
-        return format(zeros.item() if zeros.dim() == 0 else zeros, *rest)
-    return getattr(zeros, name)(*rest)
+        return format(host.item() if host.dim() == 0 else host, *rest)
+    return getattr(host, name)(*rest)
 
 
 class _Event:
@@ -208,6 +248,41 @@ class _Stream:
         return False
 
 
+class _HostState(torch.Tensor):
+    """A generator's state as read from the GPU: kept on the host, as it is put "on the
+    GPU" by callers the device map does not see (DTensor's tracker, inside an operation)."""
+
+    def to(self, *args, **kwargs):
+        device = kwargs.get("device", args[0] if args else None)
+        if _is_cuda(device):
+            return self
+        return torch.Tensor.to(self, *args, **kwargs)
+
+
+def _rng_state() -> dict:
+    """The CUDA generator's state as torch keeps it (Philox: a seed and an offset, 16
+    bytes), kept and given back: what DTensor's random tracker, fork_rng and a checkpoint
+    of the RNG states read and write. Meta tensors draw nothing from it."""
+    state = [torch.zeros(16, dtype=torch.uint8)]
+
+    def get_rng_state(device="cuda"):
+        return state[0].clone().as_subclass(_HostState)
+
+    def set_rng_state(new_state, device="cuda"):
+        state[0] = new_state.detach().to("cpu", torch.uint8).clone()
+
+    return {"get_rng_state": get_rng_state, "set_rng_state": set_rng_state,
+            "get_rng_state_all": lambda: [get_rng_state()],
+            "set_rng_state_all": lambda states: set_rng_state(states[0]) if states else None,
+            "initial_seed": lambda: 0}
+
+
+@functools.lru_cache(maxsize=1)
+def _meta_library():
+    """The emulation's own meta kernels of torch's operators, kept for the process."""
+    return torch.library.Library("aten", "IMPL")
+
+
 def _nothing():
     """A function that does nothing: one each, as torch._dynamo's rules map each torch
     function by identity."""
@@ -230,11 +305,28 @@ class Emulation:
         self.fsdp_param_dtype: str | None = None    # FSDP2's MixedPrecisionPolicy: "bf16", "fp16", "fp32"
         self.fsdp_reduce_dtype: str | None = None   # ... the dtype its gradients are reduced in
         self.data_parallel = False          # nn.DataParallel wrapped a model (one GPU's worth here)
+        self.meshes: list[dict] = []        # each device mesh made: {"shape": [..], "names": [..]}
         self.mode = CudaOnMeta()
         self.autocasts: list = []           # the CUDA autocast regions entered, innermost last
+        self.values = meta_values.VALUES    # twins of meta tensors, shapes assumed
+
+    @property
+    def assumed(self) -> list[str]:
+        """The data-dependent shapes taken at their bound, each at the script's line."""
+        return list(self.values.assumed.values())
+
+    @property
+    def not_loaded(self) -> list[str]:
+        """The CUDA extension modules the script imported and went on without."""
+        return list(not_followed.loaded_not)
 
     # -- install
-    def install(self) -> None:
+    def install(self, script: str | None = None, on_refused=None) -> None:
+        """For the whole process; `script` is the one whose lines are named, `on_refused`
+        hears a call not followed first (a calibration reports it and ends)."""
+        not_followed.set_handler(on_refused, script)
+        meta_values.install()
+        not_followed.install()
         self._cuda()
         self._accelerator()
         self._optimizers()
@@ -243,6 +335,7 @@ class Emulation:
         self._serialization()
         self._distributed()
         self._compile()
+        self._module_to()
         torch.Generator = _generator_class()
         # DataParallel scatters each batch over the process's GPUs; at one GPU it is the module
         _stand_in(torch.nn.DataParallel, "module", on_wrap=self._data_parallel)
@@ -285,8 +378,13 @@ class Emulation:
                      "seed", "seed_all", "reset_peak_memory_stats", "reset_max_memory_allocated",
                      "reset_accumulated_memory_stats", "ipc_collect", "set_per_process_memory_fraction"):
             answers[name] = _nothing()
+        answers.update(_rng_state())
         for name, answer in answers.items():
             setattr(cuda, name, answer)
+        import torch.cuda.random as cuda_random
+
+        for name in ("get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all", "initial_seed"):
+            setattr(cuda_random, name, answers[name])
         try:
             cuda.nvtx.range_push, cuda.nvtx.range_pop, cuda.nvtx.mark = _nothing(), _nothing(), _nothing()
         except AttributeError:
@@ -318,7 +416,15 @@ class Emulation:
                 setattr(accelerator, name, answer)
 
     def _optimizers(self) -> None:
-        """foreach and fused kernels for meta tensors, as for CUDA's."""
+        """foreach and fused kernels for meta tensors, as for CUDA's (fused SGD and Adagrad
+        have no meta kernel: they write their arguments in place, which the step's counter
+        reads; here they change nothing)."""
+        for name in ("_fused_sgd_", "_fused_adagrad_"):
+            op = getattr(torch.ops.aten, name, None)
+            for overload in (op.overloads() if op is not None else ()):
+                qualified = name if overload == "default" else f"{name}.{overload}"
+                if not torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{qualified}", "Meta"):
+                    _meta_library().impl(qualified, _nothing(), "Meta")
         import torch.optim.optimizer as optimizer
         import torch.utils._foreach_utils as foreach
 
@@ -492,7 +598,16 @@ class Emulation:
         for module in (c10d, dist):
             module.init_process_group, module.new_group = probed_init, probed_new_group
             module.is_nccl_available = lambda: True
+        # those that took the names at their import (device_mesh's init_device_mesh forms
+        # the default group through its own)
+        for name, module in list(sys.modules.items()):
+            if name.startswith("torch.distributed.") and module is not None:
+                if getattr(module, "init_process_group", None) is init:
+                    module.init_process_group = probed_init
+                if getattr(module, "new_group", None) is new_group:
+                    module.new_group = probed_new_group
         _stand_in(DistributedDataParallel, "module")
+        self._device_mesh()
         try:
             from torch.distributed.fsdp import FullyShardedDataParallel
             import torch.distributed.fsdp as fsdp
@@ -502,6 +617,29 @@ class Emulation:
         _stand_in(FullyShardedDataParallel, "_fsdp_wrapped_module", on_wrap=self._sharded("FSDP"))
         if getattr(fsdp, "fully_shard", None) is not None and getattr(fsdp, "FSDPModule", None) is not None:
             self._fsdp2(fsdp)
+
+    def _device_mesh(self) -> None:
+        """init_device_mesh over the fake group as torch makes it (a DTensor's local shard is
+        this rank's); each mesh's shape noted."""
+        try:
+            import torch.distributed.device_mesh as device_mesh
+        except ImportError:
+            return
+        init, meshes = getattr(device_mesh, "init_device_mesh", None), self.meshes
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def noted(device_type, mesh_shape, *args, **kwargs):
+            mesh = init(device_type, mesh_shape, *args, **kwargs)
+            meshes.append({"shape": [int(n) for n in mesh_shape],
+                           "names": [str(n) for n in kwargs.get("mesh_dim_names") or ()]})
+            return mesh
+        import torch.distributed as dist
+
+        for module in (device_mesh, dist):
+            if getattr(module, "init_device_mesh", None) is init:
+                module.init_device_mesh = noted
 
     def _fsdp2(self, fsdp) -> None:
         """fully_shard as real FSDP2 applies it, less the sharding: the module's class
@@ -523,6 +661,7 @@ class Emulation:
             for one in modules:
                 one.__class__ = unit_class(type(one))
                 object.__setattr__(one, "_gpubench_mp", mp_policy)
+                _as_sharded(one, kwargs.get("mesh"))
             emulation._sharded("FSDP2")()
             emulation._mixed_precision(mp_policy)
             return module
@@ -567,6 +706,20 @@ class Emulation:
             self.fsdp_units += 1
         return note
 
+    def _module_to(self) -> None:
+        """model.to(local_rank): a device index is a CUDA device (torch's parser asks a
+        CPU-only build for an accelerator it has not)."""
+        to = torch.nn.Module.to
+
+        @functools.wraps(to)
+        def module_to(module, *args, **kwargs):
+            if args and _is_index(args[0]):
+                args = ("cuda", *args[1:])
+            if _is_index(kwargs.get("device")):
+                kwargs["device"] = "cuda"
+            return to(module, *args, **kwargs)
+        torch.nn.Module.to = module_to
+
     def _compile(self) -> None:
         emulation = self
 
@@ -595,58 +748,14 @@ class Emulation:
         the script's own error), at the deepest line of the user's project in the
         traceback (a file under the script's directory that is not an installed package,
         the standard library or torch; the script's own line where there is none deeper),
-        and why."""
-        import traceback
-
-        frames = traceback.extract_tb(error.__traceback__)
-        project = _Project(script)
-        at = None
-        for i, frame in enumerate(frames):
-            if project.holds(frame.filename):
-                at = (frame, frames[i + 1] if i + 1 < len(frames) else None)
-        words = " ".join(f"{type(error).__name__}: {error}".split())[:240]
+        and why. A call refused as not followed (not_followed.NotFollowed) says so itself."""
+        if isinstance(error, not_followed.NotFollowed):
+            return str(error)
+        at = user_frames.Project(script).in_traceback(error)
+        words = not_followed.reworded(error)
         if at is None:
             return f"stopped under CUDA's emulation on this machine's CPU: {words}"
-        frame, callee = at
-        call = (frame.line or "").strip()[:120]
-        inner = f" (in {os.path.basename(callee.filename)}, {callee.name})" if callee else ""
-        return (f"stopped under CUDA's emulation on this machine's CPU at {project.name(frame.filename)} "
-                f"line {frame.lineno}: `{call}`{inner}: {words}")
-
-
-class _Project:
-    """The user's files: the script, and those under its directory that are not an
-    installed package (site-packages, dist-packages), the standard library, torch, or
-    the calibration's own (this directory)."""
-
-    def __init__(self, script: str) -> None:
-        self.script = os.path.realpath(script)
-        self.home = os.path.dirname(self.script)
-        self.outside = [os.path.realpath(p) for p in
-                        {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-                        | {os.path.dirname(torch.__file__), HERE} if p]
-
-    def holds(self, filename: str) -> bool:
-        if not filename or filename.startswith("<"):   # <frozen runpy>, <string>
-            return False
-        path = os.path.realpath(filename)
-        if path == self.script:
-            return True
-        if not _under(path, self.home) or any(_under(path, out) for out in self.outside if out != self.home):
-            return False
-        parts = path.split(os.sep)
-        return "site-packages" not in parts and "dist-packages" not in parts
-
-    def name(self, filename: str) -> str:
-        path = os.path.realpath(filename)
-        return os.path.basename(path) if path == self.script else os.path.relpath(path, self.home)
-
-
-def _under(path: str, folder: str) -> bool:
-    try:
-        return os.path.commonpath([path, folder]) == folder
-    except ValueError:   # another drive
-        return False
+        return f"stopped under CUDA's emulation on this machine's CPU at {at.said()}: {words}"
 
 
 # -- FSDP2's unit (FSDP<Class>'s own methods): no sharding, its mixed precision
@@ -666,6 +775,45 @@ def _unit_params(unit) -> list:
                 found.append((module, name))
         stack.extend(c for c in module.children() if c is not None and not isinstance(c, FSDPModule))
     return found
+
+
+def _as_sharded(unit, mesh) -> None:
+    """The unit's parameters as FSDP2 shows them to a script that inspects them (placements
+    (Shard(0),) over its mesh, to_local, full_tensor), their data unsharded."""
+    sharded = _sharded_parameter()
+    if sharded is None:
+        return
+    for module, name in _unit_params(unit):
+        p = module._parameters[name]
+        if type(p) is torch.nn.Parameter:
+            p.__class__ = sharded
+            p._gpubench_mesh = mesh
+
+
+@functools.lru_cache(maxsize=1)
+def _sharded_parameter():
+    try:
+        from torch.distributed.tensor import Shard
+    except ImportError:
+        return None
+
+    class FSDPParameter(torch.nn.Parameter):
+        """A parameter of a fully_shard unit as FSDP2's DTensor shows itself; its data is the
+        whole parameter (the emulation does not shard)."""
+
+        placements = (Shard(0),)
+
+        @property
+        def device_mesh(self):
+            return getattr(self, "_gpubench_mesh", None)
+
+        def to_local(self):
+            return self.detach()
+
+        def full_tensor(self):
+            return self.detach()
+
+    return FSDPParameter
 
 
 def _param_dtype(unit):
@@ -817,7 +965,7 @@ def _stand_in(cls, holds: str, on_wrap=None) -> None:
     cls.__getstate__, cls.__setstate__ = getstate, setstate
 
 
-def install(card: Card) -> Emulation:
+def install(card: Card, script: str | None = None, on_refused=None) -> Emulation:
     emulation = Emulation(card)
-    emulation.install()
+    emulation.install(script, on_refused)
     return emulation

@@ -53,7 +53,7 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     from gpubench.predict.advise import (advice, cheapest_of_each, configs, fsdp_where_ddp_cannot_fit,
                                          mark_pareto, predict, ranked, within_budget)
     from gpubench.predict.records import records_for_prediction
-    from gpubench.predict.subject import sharded_subject, suite_subject, work_for
+    from gpubench.predict.subject import check_work, sharded_subject, suite_subject, work_for
     from gpubench.predict.words import ADVISE_KEEP, advice_sentence, prediction_row, table_columns
 
     check_format(fmt, ("table", "csv", "json", "markdown"))
@@ -68,14 +68,22 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
     records, warnings = records_for_prediction(results)
     for line in warnings:
         err(line)
-    subject = subject_of(workload, tuple(workload_args or ()), records, suite_subject)
-    work = work_for(subject, epochs, samples)
+    script = _users_script(workload)
+    if script is None:
+        subject = subject_of(workload, tuple(workload_args or ()), records, suite_subject)
+        work = work_for(subject, epochs, samples)
+    else:
+        check_work(epochs, samples)
     offers = _offers(provider, gpu)
     chosen, folded = cheapest_of_each([c for c in configs(offers, counts, node_counts)
                                        if max_price is None or c.price_per_hour <= max_price])
     if not chosen:
         raise UsageError("no offer fits: " + _none_fit(counts, node_counts, max_price))
-    predictions = [predict(subject, c, records, work) for c in chosen]
+    if script is None:
+        predictions = [predict(subject, c, records, work) for c in chosen]
+    else:   # counted as rank 0 of each world ranked: it may divide its work by the world
+        subject, work, predictions = _script_predictions(script, tuple(workload_args or ()), chosen, records,
+                                                         epochs, samples)
     twin = sharded_subject(subject, records)
     sharded = fsdp_where_ddp_cannot_fit(predictions, twin, records, work)
     predictions = ranked(mark_pareto(predictions + sharded), SORTS[sort])
@@ -117,6 +125,44 @@ def advise(workload: WorkloadArg, workload_args: WorkloadArgsArg = None, gpus: M
         err(f"strategy FSDP: the same model as {twin.workload}, on the {len(sharded)} configuration(s) "
             f"where DDP cannot hold it")
     out(advice_sentence(a, work))
+
+
+def _users_script(workload: str):
+    """The WorkloadRef of a user's script; None for a suite workload."""
+    from gpubench import suite
+
+    ref = suite.resolve(workload, None)
+    return None if ref.in_suite else ref
+
+
+def _script_predictions(ref, args: tuple, chosen: list, records: list[dict], epochs, samples):
+    """(subject, work, predictions) of a user's script: each configuration predicted from
+    the script counted as rank 0 of its world (gpubench.predict.worlds); one whose world the
+    script cannot be counted at is left out with the reason."""
+    from gpubench.predict.advise import Prediction, predict
+    from gpubench.predict.subject import work_for
+    from gpubench.predict.worlds import script_worlds
+
+    worlds = script_worlds(ref, args, [(c.gpus, c.nodes) for c in chosen], err)
+    subject = worlds.first
+    if subject is None:
+        for world, why in sorted(worlds.refused.items()):
+            err(f"at {_world_words(world)}: {why}")
+        raise UsageError(f"{ref.name} could not be counted at any GPU count offered (the reasons above)")
+    work = work_for(subject, epochs, samples)
+    predictions = []
+    for c in chosen:
+        world = (c.gpus, c.nodes)
+        if world in worlds.subjects:
+            predictions.append(predict(worlds.subjects[world], c, records, work))
+        else:
+            predictions.append(Prediction(c, left_out=f"at {_world_words(world)}, {worlds.refused[world]}"))
+    return subject, work, predictions
+
+
+def _world_words(world) -> str:
+    gpus, nodes = world
+    return f"{gpus} GPU{'s' if gpus != 1 else ''}" + (f" over {nodes} nodes" if nodes > 1 else "")
 
 
 def _nothing_predicted(subject, predictions) -> None:

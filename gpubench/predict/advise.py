@@ -62,6 +62,10 @@ class Subject:
     memory_batch: int = 0                  # batch elements per GPU
     strategy: str = "DDP"                  # "DDP": every GPU holds it all; "FSDP": sharded
     counted: ops.Config | None = None      # a user's script: the step its calibration counted
+    overlap: Figure | None = None          # how much of its communication hides behind the
+                                           # backward; GPU_OVERLAP (DDP's) where None
+    tensor_parallel: int = 1               # GPUs that share each batch (a model sharded over a
+                                           # mesh: they step together on one batch)
 
 
 @dataclass(frozen=True)
@@ -151,21 +155,27 @@ def _predict(subject: Subject, config: Config, records: list[dict], work: Work,
     link = links.for_count(config.offer, spec, config.gpus, config.nodes, measured_link_mbit_s)
     # the step model counts what a step costs the host: no floor on top of it
     by_model = per_unit.basis == MODELLED
-    inputs = StepInputs(per_unit, subject.grad_bytes, subject.batch_per_gpu, GPU_OVERLAP,
+    overlap = subject.overlap or GPU_OVERLAP
+    inputs = StepInputs(per_unit, subject.grad_bytes, subject.batch_per_gpu, overlap,
                         step_floor_s=None if by_model else GPU_STEP_FLOOR)
     s = scaling(inputs, config.gpus, config.nodes, link)
-    figures = [per_unit] + ([subject.grad_bytes, link.busbw_gbs, GPU_OVERLAP] if link else [])
+    figures = [per_unit] + ([subject.grad_bytes, link.busbw_gbs, overlap] if link else [])
     # The label is the least certain input that moves the figure: the link only where
     # the all-reduce it carries is a tenth of the step or more.
     telling = figures if link and s.at.exposed_s >= COMMUNICATION_SHARE * s.at.step_s else [per_unit]
     if s.at.bound_by == "overhead":
         telling, figures = [GPU_STEP_FLOOR], figures + [GPU_STEP_FLOOR]
-    seconds = work.units / s.at.throughput
+    # GPUs that share a batch (tensor parallelism) make one step of it together; against
+    # one GPU it is another program (the whole model on one card): no speedup from this count
+    shared = max(1, min(subject.tensor_parallel, config.gpus))
+    throughput = s.at.throughput / shared
+    speedup, efficiency = (s.speedup, s.efficiency) if shared == 1 else (None, None)
+    seconds = work.units / throughput
     bound = s.at.bound_by
     if step is not None and bound == "compute":
         bound = step.estimate.bound_by          # host, compute or memory, as the step model says
-    return Prediction(config, s.at.throughput, s.at.uncertainty, seconds,
-                      config.price_per_hour * seconds / 3600.0, s.speedup, s.efficiency,
+    return Prediction(config, throughput, s.at.uncertainty, seconds,
+                      config.price_per_hour * seconds / 3600.0, speedup, efficiency,
                       weakest(telling), tuple(f.source for f in figures), bound,
                       memory_bytes=step.estimate.memory_bytes if step is not None else None,
                       step_seconds=s.at.step_s)

@@ -22,6 +22,7 @@ torch here: the run is a child process.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -38,7 +39,7 @@ from gpubench.launch.local import LocalLauncher
 from gpubench.predict import ops
 from gpubench.predict.advise import Subject
 from gpubench.predict.memory import OPTIMIZER_BYTES, ModelShape
-from gpubench.predict.model import MEASURED, Figure
+from gpubench.predict.model import ASSUMED, MEASURED, Figure
 from gpubench.predict.workload_profiles import WorkloadProfile
 from gpubench.suite import WorkloadRef
 from gpubench.workloads.script_probe import CALIBRATE_ENV, EMULATE_ENV, FLOP_STEP, PREFIX, WORLD_ENV
@@ -51,6 +52,7 @@ CACHE_FILE = "calibrations.json"
 # an earlier probe is counted afresh rather than read short.
 COUNTED = 4   # 4: a step's samples are its DataLoader's batches where one fed it
 TIMEOUT_ENV = "GPUBENCH_CALIBRATION_TIMEOUT"   # seconds; TIME_LIMIT_S where unset
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp64": 8}
 
 
 class CalibrationError(UsageError):
@@ -85,6 +87,32 @@ class Calibration:
     nodes: int = 1
     step_kind: str = "optimizer"     # "backward": no optimizer; its backward passes ended its steps
     data_parallel: bool = False      # it wrapped its model in nn.DataParallel
+    # shapes that depend on values the GPU computes, taken at their bound, each at the
+    # script's line ("nonzero at train.py line 12: ..."); CUDA extension modules it went on without
+    assumed: tuple[str, ...] = ()
+    not_loaded: tuple[str, ...] = ()
+    # tensor parallelism: the device meshes made ((shape, dim names) each), and the
+    # collectives DTensor issued in the counted step ((name, calls, bytes as an all-reduce
+    # would move them) each)
+    meshes: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...] = ()
+    collectives: tuple[tuple[str, int, int], ...] = ()
+    # FSDP2's MixedPrecisionPolicy: the dtype its parameters are gathered in and its
+    # gradients reduced in ("bf16", "fp32"), where it set one
+    fsdp_dtypes: tuple[str, str] | None = None
+
+    @property
+    def collective_bytes(self) -> int:
+        return sum(moved for _, _, moved in self.collectives)
+
+    @property
+    def tensor_parallel(self) -> int:
+        """The GPUs one model replica is sharded over: the first mesh's "tp" dimension (one
+        named so, else its last; a 1-D mesh is all of it); 1 without DTensor's collectives."""
+        if not self.collectives or not self.meshes:
+            return 1
+        shape, names = self.meshes[0]
+        named = [n for n, name in zip(shape, names) if "tp" in name.lower() or "tensor" in name.lower()]
+        return max(1, min(int(named[0] if named else shape[-1]), self.world))
 
     @property
     def work(self) -> int:
@@ -140,10 +168,14 @@ def script_subject(ref: WorkloadRef, args: tuple, records: list[dict],
     here: those of the same script on a GPU give measured predictions (predict.basis)
     whatever the calibration says."""
     say = say or _stderr
-    cal = calibration_for(ref, tuple(args), say, (gpus, nodes))
+    return subject_of(ref, args, calibration_for(ref, tuple(args), say, (gpus, nodes)))
+
+
+def subject_of(ref: WorkloadRef, args: tuple, cal: Calibration) -> Subject:
+    """The Subject a calibration of the script at `args` makes."""
     flops = sum(r[3] * r[4] for r in cal.ops if r[0] != "optimizer")
     source = (f"counted on the meta device over one training step of a calibration run on this "
-              f"machine's CPU, CUDA emulated, {cal.date}" + _world_said(cal))
+              f"machine's CPU, CUDA emulated, {cal.date}" + _world_said(cal) + _assumed_said(cal))
     profile = WorkloadProfile(
         workload=ref.name, args=tuple(args), flops_per_sample=flops / cal.work, unit=cal.unit,
         params=cal.params, grad_bytes=cal.grad_bytes, epoch_samples=cal.epoch_samples,
@@ -151,9 +183,47 @@ def script_subject(ref: WorkloadRef, args: tuple, records: list[dict],
     grad = Figure(float(cal.grad_bytes), MEASURED,
                   f"{size(cal.grad_bytes)} of gradients, counted by the calibration run's "
                   f"probe: the parameters requiring grad of the model it trains, {cal.date}")
+    overlap = None
+    if cal.collectives:
+        grad, overlap = tensor_parallel(cal)
+    elif cal.fsdp_units:
+        grad, overlap = sharded(cal)
     return Subject(ref.name, tuple(args), cal.precision, f"{cal.unit}/s", cal.work, grad, profile,
                    published_ok=False, memory_batch=cal.samples, counted=step_config(ref.name, cal),
-                   strategy="FSDP" if cal.fsdp_units else "DDP", **memory_of(cal))
+                   strategy="FSDP" if cal.fsdp_units else "DDP", overlap=overlap,
+                   tensor_parallel=cal.tensor_parallel, **memory_of(cal))
+
+
+def sharded(cal: Calibration) -> tuple[Figure, Figure]:
+    """A model sharded with FSDP: each step gathers its parameters twice (forward, and
+    backward again) in its param dtype and reduce-scatters its gradients in its reduce
+    dtype, (N-1)/N of each: as the bytes of DDP's all-reduce (2 (N-1)/N), half their sum."""
+    param, reduce = cal.fsdp_dtypes or ("fp32", "fp32")
+    gathered = 2 * cal.params * DTYPE_BYTES[param]
+    scattered = cal.params * DTYPE_BYTES[reduce] if cal.grad_bytes else 0
+    sent = (gathered + scattered) / 2
+    policy = (f"MixedPrecisionPolicy(param_dtype={param}, reduce_dtype={reduce})" if cal.fsdp_dtypes
+              else "no mixed precision policy: fp32")
+    words = (f"{size(int(sent))} a step under FSDP ({cal.fsdp_units} units, {policy}) as DDP's all-reduce "
+             f"would move it: 2 all-gathers of {size(cal.params * DTYPE_BYTES[param])} of {param} parameters, "
+             f"1 reduce-scatter of {reduce} gradients, counted by the calibration run, {cal.date}")
+    return (Figure(sent, MEASURED, words),
+            Figure(1.0, ASSUMED, "FSDP prefetches its all-gathers and overlaps its reduce-scatters with the "
+                                 "backward pass (own streams)"))
+
+
+def tensor_parallel(cal: Calibration) -> tuple[Figure, Figure]:
+    """A model sharded over a device mesh: its communication is the collectives DTensor
+    issued in the counted step (as the all-reduce bytes they move), which sit between its
+    layers' matrix products, none hidden behind the backward."""
+    mesh = " and ".join("x".join(str(n) for n in shape) for shape, _ in cal.meshes) or "a device mesh"
+    calls = ", ".join(f"{n} {name}" for name, n, _ in cal.collectives)
+    sent = Figure(float(cal.collective_bytes), MEASURED,
+                  f"{size(cal.collective_bytes)} a step through tensor parallelism's collectives over {mesh} "
+                  f"GPUs ({calls}), as all-reduces would move them, counted on rank 0's shards by the "
+                  f"calibration run, {cal.date}; a data-parallel dimension's gradients are not added; "
+                  f"{cal.tensor_parallel} GPUs share each batch")
+    return sent, Figure(0.0, ASSUMED, "tensor parallelism's collectives sit between its layers: none overlap")
 
 
 def memory_of(cal: Calibration) -> dict:
@@ -177,6 +247,17 @@ def _world_said(cal: Calibration) -> str:
     where = f"{cal.world // cal.nodes} on its node" + (f", {cal.nodes} nodes" if cal.nodes > 1 else "")
     return (f", as rank 0 of {cal.world} GPUs ({where}): what the script does on rank 0 alone "
             "(logging, evaluation, checkpoints) is in the step counted")
+
+
+def _assumed_said(cal: Calibration) -> str:
+    """What the count took rather than knew: shapes at their bound, extensions gone without."""
+    said = ""
+    if cal.assumed:
+        said += "; assumed, where a shape depends on values computed on the GPU: " + "; ".join(cal.assumed)
+    if cal.not_loaded:
+        said += (f"; not loaded, the script's fallback counted instead: {', '.join(cal.not_loaded)} "
+                 "(a compiled CUDA extension)")
+    return said
 
 
 def calibration_for(ref: WorkloadRef, args: tuple, say: Callable[[str], None],
@@ -257,6 +338,11 @@ def run_calibration(ref: WorkloadRef, args: tuple, world: tuple[int, int] = (1, 
         raise CalibrationError(f"calibration: {ref.name} ended without the probe's report "
                                "(it left by os._exit, or its probe did not run); nothing to predict from")
     cal = from_report(ref.name, report, outcome.elapsed_seconds, last_words(outcome.output_tail))
+    if world[0] > 1 and not report.get("group") and not cal.data_parallel:
+        raise CalibrationError(f"calibration: {ref.name} forms no process group (it never calls "
+                               f"torch.distributed.init_process_group): at {world[0]} GPUs each of its processes "
+                               "would train the whole model alone, on the same work, as `gpubench run` would find; "
+                               "ask for --gpus 1, or form a group and wrap the model in DDP")
     if cal.data_parallel and world[0] > 1:
         raise CalibrationError(f"calibration: {ref.name} wraps its model in nn.DataParallel: one process "
                                f"driving {world[0]} GPUs (it scatters each batch, replicates the model and "
@@ -307,7 +393,37 @@ def from_report(name: str, report: dict, seconds: float, said: str = "") -> Cali
                        _number(loader.get("workers"), int), _number(loader.get("batch_seconds"), float),
                        int(found.get("world") or 1), int(found.get("nodes") or 1),
                        "backward" if found.get("step_kind") == "backward" else "optimizer",
-                       bool(found.get("data_parallel")))
+                       bool(found.get("data_parallel")), _words(found.get("assumed")),
+                       _words(found.get("not_loaded")), _meshes(found.get("meshes")),
+                       _collectives(step.get("collectives")), _fsdp_dtypes(found))
+
+
+def _fsdp_dtypes(found: dict) -> tuple[str, str] | None:
+    param = found.get("fsdp_param_dtype")
+    if param not in DTYPE_BYTES:
+        return None
+    reduce = found.get("fsdp_reduce_dtype")
+    return str(param), str(reduce if reduce in DTYPE_BYTES else param)
+
+
+def _meshes(value) -> tuple:
+    try:
+        return tuple((tuple(int(n) for n in mesh["shape"]), tuple(str(n) for n in mesh.get("names") or ()))
+                     for mesh in value or () if mesh["shape"])
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return ()
+
+
+def _collectives(value) -> tuple[tuple[str, int, int], ...]:
+    try:
+        return tuple((str(name), int(calls), int(moved)) for name, (calls, moved) in sorted((value or {}).items()))
+    except (TypeError, ValueError, AttributeError):
+        return ()
+
+
+def _words(value) -> tuple[str, ...]:
+    """A probe's list of lines, or () where it gave none or nonsense."""
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
 def _number(value, kind):
@@ -342,8 +458,26 @@ def cache_key(ref: WorkloadRef, args: tuple, world: tuple[int, int] = (1, 1)) ->
     identity = suite.script_identity(ref)
     if not identity.get("script_sha256"):
         return None
-    what = [identity["script_sha256"], identity.get("workdir_sha256"), list(args), COUNTED, list(world)]
+    what = [identity["script_sha256"], identity.get("workdir_sha256"), list(args), COUNTED, list(world),
+            counter_sha256()]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()
+
+
+# The probe's code that decides what a step counts: a calibration kept by another version
+# of it is counted afresh.
+COUNTER_FILES = ("step_count.py", "script_probe.py", "cuda_emulation.py", "meta_values.py", "not_followed.py",
+                 "user_frames.py", "rank_count.py", "step_parts.py")
+
+
+@functools.lru_cache(maxsize=1)
+def counter_sha256() -> str:
+    digest = hashlib.sha256()
+    for name in COUNTER_FILES:
+        try:
+            digest.update((suite.workloads_dir() / name).read_bytes())
+        except OSError:
+            digest.update(name.encode())
+    return digest.hexdigest()
 
 
 def _entries() -> dict:

@@ -88,16 +88,21 @@ def sharded_subject(subject: Subject, records: list[dict]) -> Subject | None:
         return None
 
 
+def check_work(epochs: float | None, samples: float | None) -> None:
+    """--samples and --epochs, where given, are positive."""
+    if samples is not None and samples <= 0:
+        raise UsageError(f"--samples must be positive (got {samples:g})")
+    if epochs is not None and epochs <= 0:
+        raise UsageError(f"--epochs must be positive (got {epochs:g})")
+
+
 def work_for(subject: Subject, epochs: float | None, samples: float | None) -> Work:
     """--samples N, else --epochs E (default 1) of the workload's epoch."""
+    check_work(epochs, samples)
     word = subject.unit.split("/")[0]
     if samples is not None:
-        if samples <= 0:
-            raise UsageError(f"--samples must be positive (got {samples:g})")
         return Work(float(samples), f"{samples:,.0f} {word}")
     epochs = 1.0 if epochs is None else epochs
-    if epochs <= 0:
-        raise UsageError(f"--epochs must be positive (got {epochs:g})")
     per_epoch = subject.profile.epoch_samples if subject.profile else None
     if not per_epoch:
         raise UsageError(f"{subject.workload}: the size of an epoch is not known; give --samples N")

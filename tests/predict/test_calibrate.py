@@ -25,7 +25,7 @@ import torch
 model = torch.nn.Linear(8, 1).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 print("starting")
-torch.cuda.get_rng_state()
+torch.cuda.utilization()
 """
 
 MISSING_DATA = JOIN + """\
@@ -226,7 +226,7 @@ def test_a_call_the_emulation_cannot_follow_is_named_in_one_line(tmp_path, monke
         calibrate.script_subject(ref, (), [], lambda line: None)
     words = str(raised.value)
     assert words.startswith(f"calibration: {ref.name}: stopped under CUDA's emulation on this machine's CPU "
-                            "at train.py line 5: `torch.cuda.get_rng_state()`")
+                            "at train.py line 5: `torch.cuda.utilization()`")
     assert "\n" not in words
     assert calibrate.cached(calibrate.cache_key(ref, ())) is None   # a failure is not kept
 
