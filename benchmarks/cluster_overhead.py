@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from namespace_pair import namespace_pair
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,18 +40,9 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpubench-cluster-") as tmp:
         tmp = Path(tmp)
-        # gpubench's config, state (the ledger) and known hosts live in tmp, set before it loads
-        os.environ.update(GPUBENCH_CONFIG_DIR=str(tmp / "config"), GPUBENCH_STATE_DIR=str(tmp / "state"))
-        sys.path.insert(0, str(REPO))
-        from tests.launch.cluster_netns import two_node_cluster
-
-        cluster = two_node_cluster(tmp)
-        try:
-            cluster.write_ledger()
+        with namespace_pair(tmp) as cluster:
             per_run(cluster, tmp, args)
             whole_sweep(tmp, args)
-        finally:
-            cluster.destroy()
 
 
 def per_run(cluster, tmp: Path, args) -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 from gpubench import project
 from gpubench.errors import UnknownWorkloadError, UsageError
 from gpubench.onhost import workdir_guard
+from gpubench.workloads import rank_trace
+from gpubench.workloads.rank_trace import TraceAsk
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class WorkloadRef:
     #   results): a run's files are moved aside after it (workdir_guard), these never are
     max_steps: int | None = None  # a user's script: ended after this many training steps (run --max-steps)
     project: ProjectPlan | None = None  # None: not read yet (the launcher reads its requirements)
+    trace: TraceAsk | None = None  # run --trace: steps every rank traces (the sweep sets where)
 
 
 def with_workdir(ref: WorkloadRef, workdir: Path) -> WorkloadRef:
@@ -158,6 +161,30 @@ def with_max_steps_for_scripts(refs: list[WorkloadRef], max_steps: int | None) -
         raise UsageError("--max-steps is for your own scripts; --workload names only suite workloads "
                          "(each takes its own: --args NAME=\"--steps N\")")
     return [ref if ref.in_suite else with_max_steps(ref, max_steps) for ref in refs]
+
+
+def trace_steps(trace: bool, steps: int | None) -> int | None:
+    """The steps --trace and --trace-steps ask for (--trace-steps alone implies --trace);
+    None: no trace."""
+    if steps is not None:
+        return steps
+    return rank_trace.DEFAULT_STEPS if trace else None
+
+
+def with_trace(ref: WorkloadRef, steps: int | None) -> WorkloadRef:
+    """The workload with `steps` steps of every rank traced (run --trace); None: untraced.
+    A user's script ended by --max-steps must take enough steps to trace and still time
+    some (rank_trace.least_script_steps)."""
+    if steps is None:
+        return ref
+    problem = rank_trace.steps_problem(steps)
+    if problem:
+        raise UsageError(problem)
+    least = rank_trace.least_script_steps(steps)
+    if not ref.in_suite and ref.max_steps is not None and ref.max_steps < least:
+        raise UsageError(f"--max-steps {ref.max_steps} is too few to trace {steps} step(s) and time "
+                         f"others: the script needs at least {least} (or fewer --trace-steps)")
+    return dataclasses.replace(ref, trace=TraceAsk(steps))
 
 
 def workloads_dir() -> Path:

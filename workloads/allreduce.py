@@ -31,6 +31,7 @@ import torch.distributed as dist
 import flags
 import harness
 import metrics
+import rank_trace
 
 WORKLOAD = "allreduce"
 DEFAULT_MIN_BYTES = flags.ALLREDUCE_MIN_BYTES  # 1 KB
@@ -127,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         timer.start_window()
         curve = [bench.time_one(size) for size in sizes]
         timer.stop_window()
-        if args.profile:
+        if args.profile or rank_trace.asked():  # a step: one all-reduce of the largest size
             buf = torch.zeros(sizes[-1] // DTYPE_BYTES, dtype=DTYPE, device=ctx.device)
-            harness.profile_steps(ctx, lambda i: dist.all_reduce(buf), args.profile, first_step=0)
+            timer.tracer = harness.trace_if_asked(ctx, lambda i: dist.all_reduce(buf), 0)
+            if args.profile:
+                harness.profile_steps(ctx, lambda i: dist.all_reduce(buf), args.profile, first_step=0)
             del buf
 
         record = harness.build_record(

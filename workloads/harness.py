@@ -31,6 +31,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import host_malloc
 import metrics
+import rank_trace
 import record_schema
 import step_parts
 from flags import check_positive, common_parser  # noqa: F401  (the flags every workload shares)
@@ -163,6 +164,7 @@ class StepTimer:
     device: torch.device
     monitor: "GpuMonitor | None" = None  # samples the GPU while the window runs
     parts: "StepParts | None" = None  # the steps in parts (data, compute, communication)
+    tracer: "rank_trace.RankTracer | None" = None  # the steps traced after the window (--trace)
     _events: list = field(default_factory=list)
     _cpu_times: list = field(default_factory=list)
     _window_start: float = 0.0
@@ -447,14 +449,29 @@ def measure(ctx: Dist, args: argparse.Namespace, step_fn: Callable[[int], None],
     `steps` timed ones while the GPU is sampled, each split into its parts where the
     step calls `model` (StepParts; GPUBENCH_STEP_PARTS=off: not split), then (with
     --profile) a few more under torch.profiler, outside the timed window so they cost
-    it nothing. Rank 0 prints a progress line now and then (ProgressPrinter); no
-    other rank does."""
+    it nothing; likewise the steps every rank traces when gpubench asks (rank_trace).
+    Rank 0 prints a progress line now and then (ProgressPrinter); no other rank does."""
     timer = StepTimer(ctx.device, monitor=GpuMonitor.for_device(ctx.device),
                       parts=StepParts.for_model(model, ctx.device, steps))
     run_window(timer, step_fn, args.warmup, steps, progress_for(ctx, args, timer.monitor))
+    after = args.warmup + steps
+    timer.tracer = trace_if_asked(ctx, step_fn, after)
+    if timer.tracer is not None:
+        after += rank_trace.PROFILER_WARMUP + timer.tracer.ask.steps
     if args.profile:
-        profile_steps(ctx, step_fn, args.profile, first_step=args.warmup + steps)
+        profile_steps(ctx, step_fn, args.profile, first_step=after)
     return timer
+
+
+def trace_if_asked(ctx: Dist, step_fn: Callable[[int], None],
+                   first_step: int) -> "rank_trace.RankTracer | None":
+    """The steps gpubench asked every rank to trace (GPUBENCH_TRACE_DIR), run after the
+    timed window, so that no timed figure holds them; None where none were asked."""
+    ask = rank_trace.asked()
+    if ask is None:
+        return None
+    return rank_trace.trace_steps(step_fn, ask, ctx.rank, ctx.device.type == "cuda", first_step,
+                                  lambda: synchronize(ctx.device))
 
 
 def progress_for(ctx: Dist, args: argparse.Namespace,
@@ -651,6 +668,8 @@ def build_record(ctx: Dist, args: argparse.Namespace, *, workload: str, timer: S
         record.update(parts_across_ranks(ctx, timer))
     if args.profile:
         record["profile_dir"] = os.path.abspath(args.profile)
+    if timer.tracer is not None:
+        record["traced_steps"] = timer.tracer.traced_steps
     record.update(versions())
     record_schema.require_declared(record, record_schema.WORKLOAD)
     record.update(extra or {})

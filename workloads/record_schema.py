@@ -186,6 +186,12 @@ FIELDS: tuple[Field, ...] = (
     F("predicted_high", float, "throughput_unit", "the high end of the prediction's interval", GPUBENCH),
     F("predicted_bound_by", str, "", "what the prediction found the step bound by: compute, "
       "communication or input", GPUBENCH),
+    F("predicted_step_shares", dict, "", "above one GPU, the step in parts as the prediction "
+      "expected it, shares adding up to 1 (gpubench/sweep/predicted.py): exposed_comm what the "
+      "count adds to the predicted one-GPU step (the model keeps each GPU's compute, so that is "
+      "its all-reduce not hidden behind the backward), the rest under the part the one-GPU "
+      "prediction was bound by (input: data; its step floor: other; else compute)",
+      GPUBENCH, TEXT, None),
     F("price_per_hour", float, "$/h", "the price of the GPUs the run used (a share of the "
       "machine); null when unknown, 0 on a free machine",
       GPUBENCH, NUMBER, None, ("price", "usd_per_hour", "dollars_per_hour", "hourly_price"),
@@ -244,6 +250,16 @@ FIELDS: tuple[Field, ...] = (
       "workload and machine went, per part of the step: 100 x (this row's share - efficiency x "
       "the 1-GPU row's share), adding up to 100 x (1 - efficiency); null at 1 GPU or without "
       "both rows' parts", REPORT, column=EVERY_ROW),
+    F("predicted_breakdown", dict, "", "the step in parts as the performance model expected it "
+      "at this count (the latest record's predicted_step_shares), shares adding up to 1; null "
+      "at 1 GPU or without a prediction at this count and at one GPU", REPORT, column=EVERY_ROW),
+    F("slow_rank", dict, "", "the rank whose own work before each all-reduce (its median data "
+      "wait and compute a step) was the longest by more than a tenth, while the others waited "
+      "for it in the all-reduce: rank, node, own_s, others_s (the median of the others' own "
+      "work), wait_s (how much longer the others' exposed all-reduce and the rest of their step "
+      "were than its own); null where no rank stood out (the latest record's "
+      "step_parts_by_rank)", REPORT,
+      column=EVERY_ROW),
 
     # ---- read by the report, not shown
     F("schema_version", int, "", "the version of this table the record was written under",
@@ -278,12 +294,12 @@ FIELDS: tuple[Field, ...] = (
       "part is its median over the timed steps, other the median step less them", BOTH),
     F("step_shares", dict, "", "step_parts over the median step: shares adding up to 1",
       BOTH, TEXT, None),
-    F("step_parts_by_rank", list, "", "every process's step_parts, with its rank", BOTH),
+    F("step_parts_by_rank", list, "", "every process's step_parts, with its rank", BOTH, TEXT, None),
     F("step_parts_note", str, "", "how the step's parts were measured: the clock, how often DDP "
       "timed its communication, what is not seen", BOTH),
 
     # ---- the rest of the workload's half
-    F("host", str, "", "the host name of rank 0", WORKLOAD),
+    F("host", str, "", "the host name of rank 0", WORKLOAD, LABEL, ""),
     F("world_size", int, "processes", "processes in the process group", BOTH),
     F("backend", str, "", "the torch.distributed backend: nccl or gloo", WORKLOAD),
     F("compiled", bool, "", "the model ran under torch.compile", WORKLOAD),
@@ -340,6 +356,10 @@ FIELDS: tuple[Field, ...] = (
     F("gpu_power_w_mean", float, "W", "GPU power draw, mean", BOTH),
     F("gpu_power_w_peak", float, "W", "GPU power draw, highest sample", BOTH),
     F("profile_dir", str, "", "where --profile wrote its TensorBoard traces", WORKLOAD),
+    F("traced_steps", int, "steps", "steps each rank ran under torch.profiler for run --trace "
+      "(rank_trace.py), none of them in the timed figures: the suite traces after its timed "
+      "window, a user's script has them (and the step that wrote the file) left out of its "
+      "timed steps", BOTH),
     F("torch_version", str, "", "torch.__version__ on the machine (a failed run: the preflight "
       "check's)", BOTH),
     F("cuda_version", str, "", "the CUDA torch was built with; null for a CPU build", BOTH),
@@ -384,6 +404,10 @@ FIELDS: tuple[Field, ...] = (
       "the sweep", GPUBENCH),
     F("log_file", str, "", "the run's whole output, relative to the results directory "
       "(gpubench logs RUN COUNT)", GPUBENCH),
+    F("trace_dir", str, "", "run --trace: the folder of its per-rank Chrome traces, relative to "
+      "the results directory (<run id>/traces/<count>); null where none came back", GPUBENCH),
+    F("trace_files", int, "files", "run --trace: how many per-rank trace files came back into "
+      "trace_dir (one per rank when all went well)", GPUBENCH),
     F("left_behind", list, "", "files the run created in its working directory, moved aside so "
       "that the next run starts from the same files", GPUBENCH),
     F("process_group", str, "", "a user's script: the process group its processes formed, as "
@@ -457,7 +481,7 @@ FIELDS: tuple[Field, ...] = (
 
     # a cluster of rented machines (gpubench/launch/cluster.py): torchrun's c10d rendezvous
     F("node_addresses", list, "", "each node's address as the others reached it, the head (the "
-      "rendezvous) first", LAUNCHER),
+      "rendezvous) first", LAUNCHER, TEXT, None),
     F("node_network", str, "", "the network that joined the nodes: private (the provider's), "
       "public (the internet, through port mappings where mapped) or loopback", LAUNCHER),
     F("rendezvous", dict, "", "torchrun's rendezvous: backend, endpoint, id and its join, read, "
@@ -473,7 +497,7 @@ FIELDS: tuple[Field, ...] = (
     F("interconnect", list, "", "per node: nvidia-smi topo -m and ibstat as the machine prints "
       "them, 'absent' where it has no such tool", LAUNCHER),
     F("rank0_node", int, "", "the node rank 0 ran on (torch's rendezvous gives the ranks out), "
-      "whose record this is", LAUNCHER),
+      "whose record this is", LAUNCHER, NUMBER, None),
     F("lost_nodes", list, "", "nodes lost during the run (their SSH link dropped and they did "
       "not answer again): 'node 1 (203.0.113.7)'", LAUNCHER),
 

@@ -24,9 +24,9 @@ DataLoader fed it (a GAN's discriminator runs three times on one batch: one batc
 else dim 0 of the inputs of the model's forward calls with gradients on since the
 step before (every micro-batch of a gradient accumulation), dim 1 for a time-major
 model (an RNN without batch_first: (sequence, batch)); integer (batch, length)
-inputs also count their tokens. The model is the first module whose forward runs
-with gradients on (the outermost: DDP's, FSDP's, the one Accelerate or Lightning
-prepared). The probe's hooks on it are left out of the model when it is pickled (torch.save
+inputs also count their tokens. The model is the first module with trainable parameters whose
+forward runs with gradients on (the outermost: DDP's, FSDP's, the one Accelerate or
+Lightning prepared; not a transform without parameters). The probe's hooks on it are left out of the model when it is pickled (torch.save
 of the whole model, copy.deepcopy). On a GPU the device is synchronised at each step's end so that the
 clock reads the step's work. Each process reports its own steps; the figures of
 the steady state (after a warm-up of max(2, a tenth) of the steps) are its
@@ -39,6 +39,12 @@ backward that did not overlap its compute, as DDP times it itself (asked to time
 iteration: _set_ddp_runtime_logging_sample_rate(1)), the span from the model's first
 forward to the optimizer step's end less those (compute: the host's clock, CUDA events on a
 GPU), and what the step leaves (other). GPUBENCH_STEP_PARTS=off leaves them out.
+
+With GPUBENCH_TRACE_DIR set (gpubench run --trace), each process traces a few of the
+script's steps with torch.profiler (rank_trace.py beside it): from the end of its second
+step, one unrecorded, then GPUBENCH_TRACE_STEPS recorded, into one gzipped Chrome trace per
+rank; those steps, and the one after (which writes the file), are left out of its timing
+("traced" says how many were recorded).
 
 With `--max-steps N` before the script (gpubench run --max-steps), the process writes
 its line and ends (exit status 0) once it has taken N steps, as a calibration does, its
@@ -97,6 +103,7 @@ PARTS_ENV = "GPUBENCH_STEP_PARTS"  # "off": the steps are not split into parts (
 
 _seen = {"group": None, "wrapped": [], "accelerate": None, "collective": False}
 _calibration = None  # a _Calibration under GPUBENCH_CALIBRATE_STEPS, else None
+_trace = None  # a _Trace under GPUBENCH_TRACE_DIR (run --trace), else None
 
 
 def _note_group() -> None:
@@ -275,6 +282,8 @@ class _Steps:
             self.torch = torch
             if self.model is not None or not torch.is_grad_enabled():
                 return None
+            if not any(p.requires_grad for p in model.parameters()):
+                return None   # a transform (torchvision's Normalize) is no model being trained
             self.model = model
             for hook in self.hooks:
                 hook.remove()
@@ -359,6 +368,8 @@ class _Steps:
             self._step_parts(self.parts, self.ends, span)
         except Exception:
             return
+        if _trace is not None:
+            _trace.after_step("optimizer", len(self.ends), self.cuda)
         self._end_if_done(len(self.ends))
 
     def on_backward(self) -> None:
@@ -378,6 +389,8 @@ class _Steps:
                 self.epoch_samples = self.dataset
         except Exception:
             return
+        if _trace is not None:
+            _trace.after_step("backward", len(self.back_ends), self.cuda)
         self._end_if_done(len(self.back_ends))
 
     def _end_if_done(self, taken: int) -> None:
@@ -499,30 +512,35 @@ class _Steps:
             kind, ends, samples, tokens = "backward", self.back_ends, self.back_samples, self.back_tokens
         else:
             kind, ends, samples, tokens = None, [], [], []
-        figures = step_figures(ends, samples, tokens)
+        skip = _trace.skipped(kind.split()[0] if kind else None) if _trace is not None else set()
+        figures = step_figures(ends, samples, tokens, skip)
         first = self.first_work if self.first_work is not None else (ends[0] if ends else None)
         parts = self.parts if kind == "optimizer step" else self.back_parts if kind else []
+        parts = [None if j in skip else p for j, p in enumerate(parts)]
         return {"kind": kind, "backwards": self.backwards, **figures,
+                **(_trace.summary() if _trace is not None else {}),
                 **self.parts_summary(parts, figures["warmup"], figures["median_s"]),
                 "startup_s": first - self.started if first is not None and kind else None,
                 "wall_s": time.perf_counter() - self.started,
                 "epoch_samples": self.epoch_samples, "ended_at": self.ended_at}
 
 
-def step_figures(ends: list, samples: list, tokens: list) -> dict:
+def step_figures(ends: list, samples: list, tokens: list, skip: set = frozenset()) -> dict:
     """The steady state of steps ending at `ends` (perf_counter seconds) with their
     samples and tokens: the first max(WARMUP_LEAST, a WARMUP_SHARE) steps left out
-    (the first step's start is not seen: it is always among them); the median step
-    time, its 10th and 90th percentiles, and the mean samples and tokens of a step."""
+    (the first step's start is not seen: it is always among them), and those whose
+    index is in `skip` (traced); the median step time, its 10th and 90th percentiles,
+    and the mean samples and tokens of a step."""
     count = len(ends)
     warmup = min(count, max(WARMUP_LEAST, int(count * WARMUP_SHARE)))
-    times = [b - a for a, b in zip(ends[warmup - 1:], ends[warmup:])] if warmup else []
+    kept = [j for j in range(warmup, count) if j not in skip] if warmup else []
+    times = [ends[j] - ends[j - 1] for j in kept]
     figures = {"count": count, "warmup": warmup, "timed": len(times),
                "median_s": None, "p10_s": None, "p90_s": None,
                "samples_per_step": None, "tokens_per_step": None}
     if not times:
         return figures
-    timed_samples, timed_tokens = samples[warmup:], tokens[warmup:]
+    timed_samples, timed_tokens = [samples[j] for j in kept], [tokens[j] for j in kept]
     ordered = sorted(times)
     figures.update(median_s=_percentile(ordered, 50), p10_s=_percentile(ordered, 10),
                    p90_s=_percentile(ordered, 90),
@@ -573,15 +591,84 @@ def _inputs_of(torch, args, kwargs, time_major: bool = False) -> tuple:
 def _step_parts():
     """step_parts.py beside this file, loaded under a name of gpubench's own: the script's
     sys.path and modules are its own (a module of its named step_parts stays its)."""
-    name = "_gpubench_step_parts"
+    return _beside("step_parts")
+
+
+def _beside(stem: str):
+    """The module `stem`.py of this file's folder, as _gpubench_<stem>."""
+    name = f"_gpubench_{stem}"
     module = sys.modules.get(name)
     if module is None:
-        path = os.path.join(HERE, "step_parts.py")
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, f"{stem}.py"))
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
+        sys.modules[name] = module  # before it runs: its dataclasses look their module up
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
     return module
+
+
+class _Trace:
+    """run --trace of a user's script (rank_trace.py, asked through the environment): the
+    profiler starts once the script has taken rank_trace.SCRIPT_AFTER steps and is stepped
+    at each step's end until its file is written. The steps it ran over, and the one after
+    (which paid for writing the file), are left out of the timed steps (`skipped`)."""
+
+    def __init__(self, module, ask) -> None:
+        self.module = module
+        self.ask = ask
+        self.tracer = None
+        self.kind = None  # "optimizer" or "backward": the ends it follows
+        self.first = None  # index in those ends of the first interval it touched
+        self.error = None
+
+    @classmethod
+    def from_env(cls):
+        if not os.environ.get("GPUBENCH_TRACE_DIR"):  # rank_trace.DIR_ENV, unloaded when not asked
+            return None
+        try:
+            module = _beside("rank_trace")
+            ask = module.asked()
+        except Exception:
+            return None
+        return cls(module, ask) if ask is not None else None
+
+    def after_step(self, kind: str, taken: int, cuda: bool) -> None:
+        """A step of `kind` ended, the `taken`-th."""
+        if self.error or (self.kind is not None and kind != self.kind):
+            return
+        try:
+            if self.tracer is None:
+                if taken >= self.module.SCRIPT_AFTER:
+                    self.kind, self.first = kind, taken
+                    self.tracer = self.module.RankTracer(self.ask, int(os.environ.get("RANK", "0") or 0),
+                                                         cuda)
+                    self.tracer.start()
+                return
+            self.tracer.step()
+        except Exception as e:  # a trace must never be what fails the script
+            self.error = f"{type(e).__name__}: {e}"
+
+    def skipped(self, kind: str | None) -> set:
+        """Indices of `kind`'s ends whose step the trace touched."""
+        if self.tracer is None or kind != self.kind:
+            return set()
+        return set(range(self.first, self.first + self.tracer.calls + 1))
+
+    def finish(self) -> None:
+        """What was recorded, written (the script ended before the last traced step)."""
+        try:
+            if self.tracer is not None:
+                self.tracer.finish()
+        except Exception as e:
+            self.error = self.error or f"{type(e).__name__}: {e}"
+
+    def summary(self) -> dict:
+        traced = self.tracer.traced_steps if self.tracer is not None else 0
+        error = self.error or (self.tracer.error if self.tracer is not None else None)
+        return {"traced": traced, "trace_error": error}
 
 
 _steps = _Steps()
@@ -772,6 +859,8 @@ def _end_process(iterators: list) -> None:
 
 
 def _report() -> None:
+    if _trace is not None:
+        _trace.finish()
     if "torch.distributed" in sys.modules:   # never imported: no group, and nothing to import now
         _note_group()
     report = {
@@ -832,19 +921,32 @@ class _Calibration:
             return None
         return cls(max(steps, FLOP_STEP)) if steps > 0 else None
 
-    def start(self) -> None:
+    def start(self, script: str) -> None:
         """CUDA's emulation, before the script imports anything, as rank 0 of the world
         asked: the script sees its node's devices and torchrun's variables of that world,
-        and its process group (torch's fake one) has that size."""
+        and its process group (torch's fake one) has that size. A call the emulation cannot
+        follow ends the calibration at once, its line reported (_refused)."""
         world, nodes = _world_asked(os.environ.get(WORLD_ENV))
         per_node = max(world // nodes, 1)
         os.environ.update({"WORLD_SIZE": str(world), "RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0",
                            "LOCAL_WORLD_SIZE": str(per_node), "ROLE_RANK": "0", "ROLE_WORLD_SIZE": str(world),
                            "GROUP_WORLD_SIZE": str(nodes)})
-        sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
-        import cuda_emulation
+        # the emulation's modules first: a file of the script's folder may have one's name
+        sys.path.insert(0, HERE)
+        try:
+            import cuda_emulation
+        finally:
+            sys.path.remove(HERE)
+        sys.path.insert(1, HERE)
 
-        self.emulation = cuda_emulation.install(cuda_emulation.Card.from_text(os.environ.get(EMULATE_ENV)))
+        self.emulation = cuda_emulation.install(cuda_emulation.Card.from_text(os.environ.get(EMULATE_ENV)),
+                                                script, self._refused)
+
+    def _refused(self, line: str) -> None:
+        """Not followed: said now, the process ended (a script that caught the error would
+        go on to its time limit, or count a step that is not the GPU's)."""
+        self.unfollowed = line
+        _end_process(self.iterators)
 
     def install_hooks(self) -> None:
         """After the probes' own: _steps' optimizer hook runs first."""
@@ -922,12 +1024,14 @@ class _Calibration:
         import gc
 
         import torch
-        import step_count
+        import rank_count
 
-        held = [o for o in gc.get_objects() if isinstance(o, torch.Tensor) and o.is_meta]
+        # (a DTensor is held as its local shard, which is a meta tensor of its own)
+        held = [o for o in gc.get_objects() if isinstance(o, torch.Tensor) and o.is_meta
+                and not hasattr(o, "_local_tensor")]
         self.datasets["feeding"] = self.datasets["iterated"]
         self.count_started = time.perf_counter()
-        counter = step_count.StepCounter(held, device_only=True)
+        counter = rank_count.RankCounter(held, device_only=True)   # a mesh's rank: its shards
         counter.phase = "data"
         counter.__enter__()
         self.counter = counter
@@ -955,7 +1059,8 @@ class _Calibration:
         self.counted = {"ops": [[p, n, k, c, f, b, m] for (p, n, k, m, f, b), c in rows.items()],
                         "peak_bytes": counter.peak_bytes, "held_bytes": counter.start_bytes,
                         "samples": _last(_steps.samples or _steps.back_samples),
-                        "tokens": _last(_steps.tokens or _steps.back_tokens)}
+                        "tokens": _last(_steps.tokens or _steps.back_tokens),
+                        "collectives": counter.collectives}
 
     def _time_loader(self) -> None:
         """One core's time for a batch of the DataLoader iterated last (the one feeding the
@@ -1083,10 +1188,13 @@ class _Calibration:
                 "nodes": _world_asked(os.environ.get(WORLD_ENV))[1],
                 "data_parallel": bool(getattr(e, "data_parallel", False)),
                 "fsdp_param_dtype": getattr(e, "fsdp_param_dtype", None),
+                "fsdp_reduce_dtype": getattr(e, "fsdp_reduce_dtype", None),
                 "card": e.card.name if e else None, "compiled": bool(e and e.compiled),
                 "autocast": e.autocast if e else None, "fsdp": e.fsdp if e else None,
                 "fsdp_units": e.fsdp_units if e else 0, "loader": self.loader,
-                "count_seconds": self.count_seconds, "unfollowed": self.unfollowed}
+                "count_seconds": self.count_seconds, "unfollowed": self.unfollowed,
+                "assumed": e.assumed if e else [], "not_loaded": e.not_loaded if e else [],
+                "meshes": e.meshes if e else []}
 
 
 def _last(values: list):
@@ -1120,9 +1228,10 @@ def _parameters(models: list) -> tuple:
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            params += p.numel()
+            local = getattr(p, "_local_tensor", p)   # a DTensor's: this rank's shard
+            params += local.numel()
             if p.requires_grad:
-                grad_bytes += p.numel() * p.element_size()
+                grad_bytes += local.numel() * local.element_size()
     return params, grad_bytes
 
 
@@ -1135,10 +1244,12 @@ def main(argv: list[str]) -> None:
     script = argv[0]
     sys.argv = list(argv)
     sys.path[0] = os.path.dirname(os.path.abspath(script))
-    global _calibration
+    global _calibration, _trace
     _calibration = _Calibration.from_env()
     if _calibration is not None:
-        _calibration.start()
+        _calibration.start(script)
+    else:  # a calibration's steps are counted on the meta device: nothing to trace
+        _trace = _Trace.from_env()
     _install()
     atexit.register(_report)
     try:

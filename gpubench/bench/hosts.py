@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Callable
 
 from gpubench.errors import GpubenchError
+from gpubench.sweep.events import named
 
 if TYPE_CHECKING:
     from gpubench.lifecycle.budget import Estimate
@@ -136,8 +137,9 @@ def at_once(names: list[str], offers: list, run_one: RunOne, echo: Echo) -> list
 
 
 def prefixed(echo: Echo) -> Callable[[str], Echo]:
-    """Each machine's lines on `echo`, prefixed with its name."""
-    return lambda machine: (lambda line: echo(f"[{machine}] {line}"))
+    """Each machine's lines on `echo`, prefixed with its name (its GPU samples stay
+    samples: events.named)."""
+    return lambda machine: (lambda line: echo(named(line, machine)))
 
 
 def each_at_once(names: list[str], work: Callable[[int, str, Echo], object],

@@ -59,8 +59,12 @@ def bench_across_cli(output, req, provider: str, candidates: int | None, yes: bo
         result = bench_across(plan, base, store, board.say, board.echo_for,
                               ask=None if yes else _asking(output, board))
     from gpubench.cli.across_report import report_across   # pandas: only once there is a report
+    from gpubench.cli.trace_table import say_traces
 
-    report_across(output, store, refs, plan, result)
+    try:
+        report_across(output, store, refs, plan, result)
+    finally:  # --trace's table, the runs failed or not
+        say_traces(output.say, store.directory, result.records, result.run_ids)
 
 
 def question(plan) -> str:

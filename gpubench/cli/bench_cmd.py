@@ -13,11 +13,13 @@ from gpubench.cli.options import (AnyGpuOpt, AttemptsOpt, BootTimeoutOpt, Budget
                                   MachineGpusOpt, MaxHoursOpt, MaxPriceOpt, MaxStepsOpt, NameOpt,
                                   NoPreflightOpt, OutputsOpt, ProviderArg, PublicNetworkOpt, QuietOpt,
                                   RemotePythonOpt, RepeatOpt, ResultsOpt, RunTimeoutOpt, SetupOpt,
-                                  SshTimeoutOpt, VolumeOpt, WorkdirOpt, WorkloadArgsArg, YesOpt)
+                                  SshTimeoutOpt, TraceOpt, TraceStepsOpt, VolumeOpt, WorkdirOpt,
+                                  WorkloadArgsArg, YesOpt)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.render import err
 from gpubench.cli.completion import workload_arg_names, workload_list
 from gpubench.cli.settings import flags_or_defaults
+from gpubench.cli.trace_table import say_traces
 
 
 WorkloadsOpt = Annotated[str, typer.Option(
@@ -59,6 +61,7 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
           hosts: HostsOpt = 1,
           nodes: ClusterNodesOpt = None, parallel: ParallelOpt = False, candidates: CandidatesOpt = None,
           fmt: DocumentFormatOpt = "table", public_network: PublicNetworkOpt = False,
+          trace: TraceOpt = False, trace_steps: TraceStepsOpt = None,
           quiet: QuietOpt = False) -> None:
     """Rent a machine with GPUS GPUs, sweep each workload, print the report, terminate it.
     PROVIDER all (or lambda,vast) with --candidates K: the K offers most worth measuring
@@ -78,6 +81,7 @@ def bench(ctx: typer.Context, provider: ProviderArg, gpus: MachineGpusOpt, workl
         results=results)
     refs = suite.with_max_steps_for_scripts(suite.resolve_list(workload, workdir), max_steps)
     refs = suite.with_project_for_scripts(refs, outputs, setup, install_project)
+    refs = [suite.with_trace(ref, suite.trace_steps(trace, trace_steps)) for ref in refs]
     own_args = suite.parse_per_workload_args(list(per_workload or []), refs)
     for ref in refs:  # before anything is rented
         suite.check_args(ref, suite.args_for(ref, list(workload_args or []), own_args))
@@ -140,6 +144,7 @@ def _report(output, store, refs, result) -> None:
         output.say("")
         output.say(render_section(section, "table"))
     say_load_warnings(loaded.warnings)
+    say_traces(output.say, store.directory, result.records, list(result.run_ids))  # --trace's
     if output.as_json:  # the report again, for programs (its notes, once more, on stderr)
         output.emit(run_document(result.run_ids, result.records, store, loaded.records, [r.name for r in refs],
                                  all_ok=result.all_ok, budget_stop=result.budget_stop, instance=result.name,

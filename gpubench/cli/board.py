@@ -1,6 +1,8 @@
 """The live display of a bench across providers: one row per candidate machine, with
 for how long it has been at what it is doing now (renting, booting, preflight, run k
-of n at step i of N, torn down, measured or dropped and why).
+of n at step i of N, torn down, measured or dropped and why), and while a run goes, a
+line under it per GPU of every node, its use, memory and power as a short history ("no
+GPU" on a CPU).
 
 Every line a machine says is printed above the board, prefixed with its name, as a
 bench of several machines prints them; a run's steps only move its row (without a
@@ -20,9 +22,9 @@ from rich.table import Table
 from rich.text import Text
 
 from gpubench.cli.progress import (PLAIN_EVERY_S, LiveDisplay, RunState, clock_text, fitted_status,
-                                   status_line, status_parts)
+                                   gpu_lines, status_line, status_parts)
 from gpubench.format import format_dollars
-from gpubench.sweep.events import RunStarted, RunStep
+from gpubench.sweep.events import GpuSample, RunStarted, RunStep
 
 Echo = Callable[[str], None]
 
@@ -82,10 +84,15 @@ class Board(LiveDisplay):
         if isinstance(line, RunStarted):
             row.run, row.plain_step_at = RunState(line, now), now
             return f"{line} (run {line.index} of {line.total})"
+        if isinstance(line, GpuSample):   # drawn under the row, never printed
+            if row.run is not None:
+                row.run.watch(line)
+            return None
         if isinstance(line, RunStep):
             if row.run is None:
                 return None
             row.run.step, row.run.step_at = line, now
+            row.run.watch(line)
             if self.live or self.quiet or now - row.plain_step_at < self.plain_every_s:
                 return None
             row.plain_step_at = now
@@ -101,8 +108,9 @@ class Board(LiveDisplay):
     def __rich__(self) -> Group:
         """A row per machine: its name, its candidate, for how long, and what it is at;
         where the terminal is too narrow for what it is at to keep its rate, ETA and money
-        spent on the same line, that goes on a line of its own under the row. Then the
-        money spent on all of them against the budget."""
+        spent on the same line, that goes on a line of its own under the row; under a row
+        whose machine runs, a line per GPU. Then the money spent on all of them against
+        the budget."""
         with self._lock:
             now = self.clock()
             rows = list(self.rows.values())
@@ -110,26 +118,23 @@ class Board(LiveDisplay):
             widths = [max(len(r.name) for r in rows), max(len(r.label) for r in rows), max([5, *map(len, clocks)])]
             room = self.console.width - sum(widths) - 3 * PADDING
             states = [r.state(now, self.started_at, room)[1] for r in rows]
-            table = Table.grid(padding=(0, PADDING))
-            for width in widths[:2]:
-                table.add_column(no_wrap=True, min_width=width)    # the state gives way, not these
-            table.add_column(no_wrap=True, justify="right", min_width=widths[2])
-            if all(len(state) <= room for state in states):
-                table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
-                for row, clock, state in zip(rows, clocks, states):
-                    table.add_row(row.name, row.label, clock, state)
-                parts = [table]
-            else:
-                under = self.console.width - len(UNDER)
-                parts = []
-                for row, clock in zip(rows, clocks):
-                    line = Table.grid(padding=(0, PADDING))
-                    for width in widths[:2]:
-                        line.add_column(no_wrap=True, min_width=width)
-                    line.add_column(no_wrap=True, justify="right", min_width=widths[2])
+            beside = all(len(state) <= room for state in states)
+            under = self.console.width - len(UNDER)
+            parts = []
+            for row, clock, state in zip(rows, clocks, states):
+                # a grid per row, its columns as wide as every row's: the rows line up
+                line = Table.grid(padding=(0, PADDING))
+                for width in widths[:2]:
+                    line.add_column(no_wrap=True, min_width=width)    # the state gives way, not these
+                line.add_column(no_wrap=True, justify="right", min_width=widths[2])
+                if beside:
+                    line.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+                    line.add_row(row.name, row.label, clock, state)
+                    parts.append(line)
+                else:
                     line.add_row(row.name, row.label, clock)
-                    parts += [line, Text(UNDER + row.state(now, self.started_at, under)[1], no_wrap=True,
-                                         overflow="ellipsis")]
+                    parts += [line, _under(row.state(now, self.started_at, under)[1])]
+                parts += [_under(gpu) for gpu in (gpu_lines(row.run) if row.run else [])]
             total = self.total_line(now)
             if total:
                 parts.append(Text(total, no_wrap=True, overflow="ellipsis"))
@@ -154,7 +159,11 @@ class Board(LiveDisplay):
 
 
 PADDING = 2
-UNDER = "    "          # what a machine is at, on a line of its own under its row
+UNDER = "    "          # what a machine is at, and its GPUs, on lines of their own under its row
+
+
+def _under(text: str) -> Text:
+    return Text(UNDER + text, no_wrap=True, overflow="ellipsis")
 SPENT_EVERY_S = 2.0     # the ledger read for the total at most this often
 
 

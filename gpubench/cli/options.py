@@ -124,6 +124,13 @@ WorkdirOpt = Annotated[Optional[Path], typer.Option("--workdir", help=WORKDIR_HE
 RunTimeoutOpt = Annotated[float, typer.Option("--timeout", min=1, help=RUN_TIMEOUT_HELP)]
 RepeatOpt = Annotated[Optional[int], typer.Option("--repeat", min=1, help=REPEAT_HELP)]
 MaxStepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=3, help=MAX_STEPS_HELP)]
+TRACE_HELP = ("Trace a few steps of every rank with torch.profiler in the first run of each count, "
+              "outside its timed figures: one gzipped Chrome trace per rank in "
+              "RESULTS/<run id>/traces/<count>/ (open it in ui.perfetto.dev or chrome://tracing), "
+              "summarised after the run.")
+TRACE_STEPS_HELP = "Steps each rank traces, 1 to 20 (implies --trace) [default: 3]."
+TraceOpt = Annotated[bool, typer.Option("--trace", help=TRACE_HELP)]
+TraceStepsOpt = Annotated[Optional[int], typer.Option("--trace-steps", metavar="N", help=TRACE_STEPS_HELP)]
 
 # A user's project on the machine (run, bench): its pyproject.toml's [tool.gpubench] gives
 # the same settings; a flag wins.

@@ -1,7 +1,8 @@
 """Live progress of a command's long waits: the runs of a sweep (run k of n, step i
-of N, samples/s, elapsed, ETA, money spent on a rented machine, GPU utilisation and
-memory where the workload samples them), and anything else that takes a while
-(booting, SSH, rsync): the last thing said, with a clock.
+of N, samples/s, elapsed, ETA, money spent on a rented machine, and under it every GPU
+of every node the run is on, its use, memory and power as a short history, or "no GPU" on
+a CPU), and anything else that takes a while (booting, SSH, rsync): the last thing said,
+with a clock.
 
 One object, `Progress`, is the command's echo: it takes every line the library
 says. Lines that are sweep events (gpubench.sweep.events) feed the display; the rest
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from rich.console import Console, Group
@@ -25,10 +26,14 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from gpubench.sweep.events import RunEnded, RunStarted, RunStep
+from gpubench.cli.gpu_history import History, figures
+from gpubench.sweep.events import GpuSample, RunEnded, RunStarted, RunStep
 
 PLAIN_EVERY_S = 10.0  # a plain step line per run at most this often
 REFRESH_PER_S = 4
+GPU_WIDTH = 8         # samples a GPU's sparklines show live: its line fits 80 columns
+RANK0 = "rank 0's"    # the GPU a progress line samples, until the nodes' own samples come
+NO_GPU = "no GPU: this run is on the CPU"
 
 
 @dataclass
@@ -39,6 +44,33 @@ class RunState:
     since: float                       # clock() at its start
     step: RunStep | None = None
     step_at: float = 0.0               # clock() when `step` came
+    gpus: History = field(default_factory=lambda: History(GPU_WIDTH))
+    nodes_sampled: bool = False        # the nodes' own GPU samples came (GpuSample)
+
+    def watch(self, line) -> None:
+        """Note what a GpuSample, or a progress line's figures (rank 0's GPU, until the
+        nodes' own samples come), say of the run's GPUs."""
+        if isinstance(line, GpuSample):
+            if not self.nodes_sampled:
+                self.gpus, self.nodes_sampled = History(GPU_WIDTH), True
+            self.gpus.add({"gpus": [line.gpu]}, line.node)
+        elif isinstance(line, RunStep) and not self.nodes_sampled and (
+                line.gpu_util is not None or line.gpu_mem is not None):
+            memory = None if line.gpu_mem is None else line.gpu_mem / (1 << 20)
+            self.gpus.add({"gpus": [{"index": 0, "util": line.gpu_util, "mem_used": memory}]}, RANK0)
+
+
+def gpu_lines(run: RunState) -> list[str]:
+    """A line per GPU of every node the run is on, with its use, memory and power as a
+    short history; "no GPU" on a CPU; none before a GPU is sampled."""
+    if run.started.accelerator == "cpu":
+        return [NO_GPU]
+    lines = []
+    for node, gpu in run.gpus.latest():
+        use, memory, power = figures(run.gpus, gpu, node, GPU_WIDTH)
+        name = f"{node} GPU" if node == RANK0 else f"{node} GPU {gpu['index']}".strip()
+        lines.append(f"{name}  use {use}  mem {memory}" + ("" if node == RANK0 else f"  power {power}"))
+    return lines
 
 
 def clock_text(seconds: float | None) -> str:
@@ -204,6 +236,10 @@ class Progress(LiveDisplay):
             return f"{line} (run {line.index} of {line.total})"
         if isinstance(line, RunStep):
             return self._on_step(line, now)
+        if isinstance(line, GpuSample):   # drawn under the run, never printed
+            if self.run is not None:
+                self.run.watch(line)
+            return None
         if isinstance(line, RunEnded):
             self.run = None
             self._said = (str(line), now)  # what the wait before the next run follows
@@ -215,6 +251,7 @@ class Progress(LiveDisplay):
         if self.run is None:
             return None
         self.run.step, self.run.step_at = step, now
+        self.run.watch(step)
         if self.live or self.quiet or now - self._plain_step_at < self.plain_every_s:
             return None
         self._plain_step_at = now
@@ -235,9 +272,12 @@ class Progress(LiveDisplay):
     def _run_view(self, run: RunState, now: float):
         text = Text(status_line(run, now, now - self.started_at))
         step = run.step
+        gpus = [Text(line, no_wrap=True, overflow="ellipsis") for line in gpu_lines(run)]
         if step is None or step.total < 1:
-            return _spinning(text)
-        return Group(text, ProgressBar(total=step.total, completed=step.step, width=40))
+            return Group(_spinning(text), *gpus)
+        bar = Table.grid()   # a row of its own: the bar alone ends no line
+        bar.add_row(ProgressBar(total=step.total, completed=step.step, width=40))
+        return Group(text, bar, *gpus)
 
 
 def _spinning(text: Text) -> Table:

@@ -32,7 +32,8 @@ FAILURES_HELP = ("Which failed runs to list: none, latest (those of configuratio
                  "not run ok since) or all.")
 RUN_HELP = "Only records of this run (a unique prefix is enough); repeatable."
 HTML_HELP = "Also write one self-contained HTML page: tables and plots inlined, opens offline."
-PLOT_HELP = "Also write figures per workload into DIR: throughput, efficiency, cost against time."
+PLOT_HELP = ("Also write figures per workload into DIR: throughput, efficiency, the step in parts "
+             "per count, cost against time.")
 
 # The options only report takes, one alias each (the shared ones are in options.py).
 OnlyWorkloadOpt = Annotated[Optional[str], typer.Option("--workload", help="Only this workload.")]

@@ -14,9 +14,11 @@ from gpubench.cli.completion import workload_names
 from gpubench.cli.launcher_flags import with_launcher_flags
 from gpubench.cli.options import (DocumentFormatOpt, ForceOpt, GpuCountsOpt, InstallProjectOpt, MaxStepsOpt,
                                   OutputsOpt, PreflightOpt, ProceedOpt, QuietOpt, RemotePythonOpt, RepeatOpt,
-                                  ResultsOpt, RunTimeoutOpt, SetupOpt, WorkdirOpt, WorkloadArgsArg)
+                                  ResultsOpt, RunTimeoutOpt, SetupOpt, TraceOpt, TraceStepsOpt, WorkdirOpt,
+                                  WorkloadArgsArg)
 from gpubench.cli.output import output_for, run_document, say_load_warnings
 from gpubench.cli.settings import flags_or_defaults
+from gpubench.cli.trace_table import say_traces
 from gpubench.errors import UsageError
 
 WorkloadArg = Annotated[str, typer.Argument(
@@ -53,6 +55,7 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
         max_steps: MaxStepsOpt = None, outputs: OutputsOpt = None, setup: SetupOpt = None,
         install_project: InstallProjectOpt = False, nodes: NodesOpt = None, gpus_per_node: GpusPerNodeOpt = None, dry_run: DryRunOpt = False,
         preflight: PreflightOpt = False, yes: ProceedOpt = False, repeat: RepeatOpt = None,
+        trace: TraceOpt = False, trace_steps: TraceStepsOpt = None,
         fmt: DocumentFormatOpt = "table", quiet: QuietOpt = False,
         launcher_flags: dict | None = None) -> None:
     """Run WORKLOAD at each GPU count (on Slurm: at each node count, one sbatch job
@@ -75,6 +78,7 @@ def run(ctx: typer.Context, workload: WorkloadArg, workload_args: WorkloadArgsAr
     check_asked(asked, target.span, target.max_nodes)            # before connecting
     ref = suite.with_max_steps(suite.resolve(workload, workdir), max_steps)
     ref = _project_for(suite.with_project(ref, outputs, setup, install_project), target, setup)
+    ref = suite.with_trace(ref, suite.trace_steps(trace, trace_steps))
     args = list(workload_args or [])
     suite.check_args(ref, args)  # a typo costs one line, not a run
     store = None if dry_run else ResultsStore.for_writing(results)
@@ -150,6 +154,7 @@ def _report(output, store, plan, result, workload: str) -> None:
     loaded = store.load()
     output.say(render_report(loaded.records, "table", workload=workload))
     say_load_warnings(loaded.warnings)
+    say_traces(output.say, store.directory, result.records, [plan.run_id])  # run --trace's
     if output.as_json:  # the report again, for programs (its notes, once more, on stderr)
         output.emit(run_document([plan.run_id], result.records, store, loaded.records, [workload],
                                  all_ok=result.all_ok))

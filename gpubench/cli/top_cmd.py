@@ -6,7 +6,8 @@ its workers, something started by hand). `--kill PID` ends one, after asking.
 The machine is reached as `gpubench ssh` reaches it (a ledger name, NAME:i for a
 cluster's member i, or user@host[:port] with gpubench's key); the work there is done
 by gpubench/onhost/gpu_top.py, shipped on the first sample and run by the machine's
-python on each. Every loop is bounded: --once takes one sample, the live view ends
+python on each; the histories are drawn as the live displays of run and bench draw
+theirs (cli/gpu_history.py). Every loop is bounded: --once takes one sample, the live view ends
 with Ctrl-C, and each sample's SSH call has a deadline.
 """
 
@@ -15,17 +16,14 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from collections import deque
 from typing import Annotated, Callable, Optional
 
 import typer
 
+from gpubench.cli.gpu_history import History, figures, gib
 from gpubench.cli.options import DocumentFormatOpt, InstanceNameArg, YesOpt
 from gpubench.cli.render import out
 
-HISTORY = 20                       # samples a sparkline shows
-BARS = "▁▂▃▄▅▆▇█"
-UNKNOWN_BAR = "·"
 REMOTE_PATH = "~/.gpubench-top/gpu_top.py"
 KILL_GRACE_S = 5.0                 # between SIGTERM and SIGKILL
 CALL_TIMEOUT_S = 45.0              # one sample (nvidia-smi answers in 20 s or is given up)
@@ -165,54 +163,6 @@ def read_answer(text: str, code: int, name: str, python: str = PYTHON) -> dict:
 
 # -- what is shown -------------------------------------------------------------------------
 
-class History:
-    """The last HISTORY samples of each GPU (by index)."""
-
-    def __init__(self, length: int = HISTORY) -> None:
-        self.length = length
-        self.gpus: dict[int, deque] = {}
-
-    def add(self, sample: dict) -> None:
-        for gpu in sample.get("gpus", []):
-            self.gpus.setdefault(gpu["index"], deque(maxlen=self.length)).append(gpu)
-
-    def series(self, index: int, key: str) -> list:
-        return [g.get(key) for g in self.gpus.get(index, ())]
-
-
-def sparkline(values: list, top: float | None = None) -> str:
-    """One bar per value, scaled to `top` (else the largest value); '·' where unknown."""
-    known = [v for v in values if v is not None]
-    scale = top if top else max(known, default=0.0)
-    bars = []
-    for v in values:
-        if v is None:
-            bars.append(UNKNOWN_BAR)
-        else:
-            level = round(v / scale * (len(BARS) - 1)) if scale > 0 else 0
-            bars.append(BARS[min(len(BARS) - 1, max(0, level))])
-    return "".join(bars)
-
-
-def gib(mib: float | None) -> str:
-    return "n/a" if mib is None else f"{mib / 1024:.1f}"
-
-
-def util_text(gpu: dict) -> str:
-    return "n/a" if gpu.get("util") is None else f"{gpu['util']:.0f}%"
-
-
-def memory_text(gpu: dict) -> str:
-    used, total = gpu.get("mem_used"), gpu.get("mem_total")
-    if used is None:
-        return f"n/a of {gib(total)} GiB" if total is not None else "n/a"
-    return f"{gib(used)}/{gib(total)} GiB"
-
-
-def power_text(gpu: dict) -> str:
-    return "n/a" if gpu.get("power") is None else f"{gpu['power']:.0f} W"
-
-
 def pid_text(proc: dict) -> str:
     return f"pid {proc['pid']}" if proc.get("visible") else f"host pid {proc['pid']}"
 
@@ -252,21 +202,13 @@ def _by_gpu(sample: dict) -> dict:
     return found
 
 
-def _figure(history: History, gpu: dict, key: str, top: float | None, text: str) -> str:
-    series = history.series(gpu["index"], key)
-    return f"{sparkline(series, top)} {text}" if len(series) > 1 else text
-
-
 def plain_lines(name: str, sample: dict, history: History) -> list[str]:
     """The sample as lines of text (no terminal): a line per GPU, one per process under it."""
     lines = [headline(name, sample)]
     procs = _by_gpu(sample)
     for gpu in sample.get("gpus", []):
-        memory = _figure(history, gpu, "mem_used", gpu.get("mem_total"), memory_text(gpu))
-        lines.append(f"GPU {gpu['index']}  {gpu['name']}  "
-                     f"util {_figure(history, gpu, 'util', 100.0, util_text(gpu))}  "
-                     f"memory {memory}  "
-                     f"power {_figure(history, gpu, 'power', None, power_text(gpu))}")
+        util, memory, power = figures(history, gpu)
+        lines.append(f"GPU {gpu['index']}  {gpu['name']}  util {util}  memory {memory}  power {power}")
         lines += [_plain_proc(p) for p in procs.get(gpu["index"], [])]
     lines += [_plain_proc(p) for p in procs.get(None, [])]        # a GPU nvidia-smi did not list
     return lines
@@ -294,11 +236,7 @@ def rich_view(name: str, sample: dict, history: History, interval: float | None 
     for gpu in sample.get("gpus", []):
         held = procs.get(gpu["index"], [])
         ghosts = sum(1 for p in held if p.get("ghost"))
-        gpus.add_row(str(gpu["index"]), gpu["name"],
-                     f"{sparkline(history.series(gpu['index'], 'util'), 100.0)} {util_text(gpu)}",
-                     f"{sparkline(history.series(gpu['index'], 'mem_used'), gpu.get('mem_total'))} "
-                     f"{memory_text(gpu)}",
-                     f"{sparkline(history.series(gpu['index'], 'power'))} {power_text(gpu)}",
+        gpus.add_row(str(gpu["index"]), gpu["name"], *figures(history, gpu),
                      Text(f"{len(held)}" + (f" ({_count(ghosts, 'ghost')})" if ghosts else ""),
                           style="bold red" if ghosts else ""))
     parts: list = [gpus]

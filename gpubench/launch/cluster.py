@@ -5,7 +5,8 @@ once over SSH, head first.
 Each member is driven by the SSH launcher's own machinery (gpubench.launch.ssh:
 its session, rsync, lease, run markers, tagged stop, the files collected after a
 run), one paramiko connection per member, and one thread per member streams its
-torchrun's output with a `[nodeI]` prefix. Fabric's ThreadingGroup would do the
+torchrun's output with a `[nodeI]` prefix, its GPU sampler's lines among it (the SSH
+launcher's, beside each member's torchrun: every GPU of every node, for the live view). Fabric's ThreadingGroup would do the
 fan-out too, but it brings a second SSH layer (its own connections, host-key
 handling and reconnects) beside the one every other launcher uses; a thread per
 existing connection is all the fan-out needs.
@@ -39,6 +40,7 @@ from gpubench.remote import cluster_link
 from gpubench.remote.pull import RunFiles
 from gpubench.onhost import cluster_probe
 from gpubench.launch import nccl_log
+from gpubench.launch.gpu_sampling import is_live_line
 from gpubench.launch.base import (Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint, record_args,
                                   script_argv)
 from gpubench.launch.cluster_torchrun import (FROM_MACHINE, FROM_ROUTE, PG_TIMEOUT_ENV, NodeFacts, Rendezvous,
@@ -100,6 +102,7 @@ class NodeRun:
     command: list[str]
     env: dict[str, str]
     cwd: str = "."  # relative to the remote base
+    gpus: list[int] | None = None  # its GPUs, watched beside it (None: no nvidia-smi there)
     result: StreamResult | None = None
     error: BaseException | None = None
     stopped: bool = False  # gpubench stopped it (another member failed, Ctrl-C)
@@ -172,6 +175,9 @@ class ClusterLauncher(Launcher):
         for part in parts:
             if part.link_lost:
                 self._lose_or_rejoin(part.member, on_line)
+        for part in parts:  # run --trace: every member's ranks' files, into one folder
+            if not part.member.lost:
+                part.member.launcher.bring_traces(workload, part.tag, on_line, said=not part.failed)
         found = {part.rank: self._collect(part) for part in parts}
         record_rank = next((r for r, f in found.items() if f.get("record")), None)
         record = found[record_rank]["record"] if record_rank is not None else None
@@ -214,6 +220,7 @@ class ClusterLauncher(Launcher):
         settings = self._comm(NodeRun(member, rank, tag, [], {}), head_address)
         env = {**launcher.environment(point.procs_per_node), **settings.env_set,
                **launcher.nccl_environment(tag, settings.in_force),  # NCCL's word, per member
+               **launcher.trace_environment(workload, tag),  # run --trace: its ranks' files
                PG_TIMEOUT_ENV: str(self.options.rendezvous.collective_timeout)}
         # a user's script runs under the probe (launch/base.py script_argv), as on one node
         script, *probed = script_argv(workload, remote_script(workload), remote_probe(workload))
@@ -224,7 +231,8 @@ class ClusterLauncher(Launcher):
             endpoint=endpoint_for(head, network, self.options.rendezvous.port, on_head=rank == 0),
             run_id=run_id, local_addr=member.node.address_for_peers(network),
             rendezvous=self.options.rendezvous)
-        return NodeRun(member, rank, tag, command, env, remote_cwd(workload))
+        return NodeRun(member, rank, tag, command, env, remote_cwd(workload),
+                       launcher.watched_gpus(point.procs_per_node))
 
     def _run_all(self, parts: list[NodeRun], timeout: float, on_line: LineSink,
                  tail: collections.deque) -> None:
@@ -238,6 +246,10 @@ class ClusterLauncher(Launcher):
 
             def sink(line: str) -> None:
                 with lock:
+                    if is_live_line(line):  # its GPUs: shown while it runs, never its tail
+                        if not part.stopped:
+                            on_line(prefix + line)
+                        return
                     if part.stopped:  # torch's SignalException traceback and the like
                         part.unshown += 1
                         return
@@ -245,9 +257,10 @@ class ClusterLauncher(Launcher):
                     on_line(prefix + line)
 
             launcher = part.member.launcher
-            line = launcher.shell_line(part.tag, part.command, part.env, timeout, part.cwd)
+            line = launcher.shell_line(part.tag, part.command, part.env, timeout, part.cwd, part.gpus)
             try:
-                part.result = launcher._session.conn.stream(line, sink, timeout + LOCAL_MARGIN_S)
+                part.result = launcher._session.conn.stream(line, sink, timeout + LOCAL_MARGIN_S,
+                                                            untailed=is_live_line)
             except BaseException as e:  # a dropped link above all; reported through the part
                 part.error = e
             finally:

@@ -29,7 +29,7 @@ from gpubench.launch.base import (PROBE, RECORD_ENV, FileChanges, Launcher, Line
                                   SweepPoint, cpu_threads_per_process, one_node_procs, record_args,
                                   script_argv, shown_command, visible_gpus)
 from gpubench.launch.failures import RunFacts, explain
-from gpubench.launch.gpu_sampling import LocalSampler, local_indices
+from gpubench.launch.gpu_sampling import INTERVAL_MS, LIVE_INTERVAL_MS, LocalSampler, local_indices
 from gpubench.launch.process import stream_process
 from gpubench.providers import registry
 from gpubench.remote.pull import RunFiles
@@ -111,7 +111,8 @@ class LocalLauncher(Launcher):
             cmd = self.command(workload, procs, record_file, workload_args)
             nccl_files = Path(tmp) / "nccl"  # NCCL's, one per process, on GPUs
             env = {**self.environment(procs), **nccl_log.environment(nccl_files, bool(self._gpus)),
-                   RECORD_ENV: str(record_file)}
+                   RECORD_ENV: str(record_file),
+                   **(workload.trace.environment() if workload.trace else {})}  # written in place
             skip = [tmp, *workload.untouched]
             # gpubench's own output (> out.log, | tee bench.log) is not the run's
             own = () if workload.in_suite else set(workdir_guard.own_output())
@@ -119,15 +120,19 @@ class LocalLauncher(Launcher):
             load = machine_load.before(since=self._idle_since)
             watch = _Watching(run_id)
             cpu_before, own_before = _children_cpu_seconds(), _own_cpu_seconds()
-            # a suite workload samples its GPUs itself; a user's script is sampled from outside
-            sampler = LocalSampler(local_indices(procs)) if self._gpus and not workload.in_suite else None
+            # a suite workload samples its GPUs itself (here: for the live view alone, at a
+            # slower pace); a user's script is sampled from outside
+            sampler = (LocalSampler(local_indices(procs), on_line,
+                                    LIVE_INTERVAL_MS if workload.in_suite else INTERVAL_MS)
+                       if self._gpus else None)
             start = time.perf_counter()
             try:
                 finished = stream_process(cmd, env, on_line, timeout,
                                           str(root) if workload.workdir else None, run_id)
                 elapsed = time.perf_counter() - start
             finally:
-                beside = sampler.stop() if sampler else None
+                sampled = sampler.stop() if sampler else None
+                beside = None if workload.in_suite else sampled
                 watched = watch.stop()
             ok = finished.returncode == 0 and not finished.timed_out
             record = _read_record(record_file) if ok else None

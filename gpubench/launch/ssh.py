@@ -17,10 +17,17 @@ and moves aside what a user's script left in its working directory
 (workdir_guard); on a GPU, NCCL writes what it chose into files of the run, one per
 process (nccl_log); one remote call after the run collects all of it. A run whose
 remote shell was killed leaves no exit status: the failure says so.
+
+On a machine with GPUs (nvidia-smi answered the environment check), a sampler runs
+beside the run (gpu_sampling.main): each GPU's figures as lines of the run's output,
+for the live display, and for a user's script nvidia-smi's lines for the record. It
+starts with the run, is stopped and waited for as soon as the run ends (so that the
+channel closes), and carries the run's tag like the rest.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -40,7 +47,7 @@ from gpubench.launch.base import (PROBE, RECORD_ENV, FileChanges, Launcher, Line
 from gpubench.launch.failures import RunFacts, explain
 from gpubench.remote import deps, setup_step
 from gpubench.remote.envcheck import RemoteEnv
-from gpubench.remote.pull import RunFiles
+from gpubench.remote.pull import PullError, RunFiles, pull
 from gpubench.providers.common import VOLUME_MOUNT
 from gpubench.remote.errors import ConnectionLostError, SshError
 from gpubench.remote.session import WORKDIR, RemoteSession, SessionOptions
@@ -56,6 +63,7 @@ LOCAL_MARGIN_S = 60  # the remote `timeout` acts first; this covers a hung link
 # Module sources run by the remote python (standard library only).
 KILL_RUNS = Path(stop_tagged.__file__).read_text()
 LEASES = Path(leases.__file__).read_text()
+FEED = Path(gpu_sampling.__file__).read_text()
 LOAD = Path(machine_load.__file__).read_text()
 GUARD = Path(workdir_guard.__file__).read_text()
 # What a run leaves in runs/ beside its record, for _collect: name -> file suffix (a
@@ -74,6 +82,11 @@ TIMES = re.compile(r"(\d+)m([\d.]+)s")
 def record_path(run_id: str) -> str:
     """Where a run's record goes on the machine, relative to the remote base."""
     return f"runs/{run_id}.json"
+
+
+def traces_path(run_id: str) -> str:
+    """Where a run's per-rank traces go on the machine (run --trace), relative to the base."""
+    return f"runs/{run_id}.traces"
 
 
 def samples_path(run_id: str) -> str:
@@ -212,26 +225,65 @@ class SshLauncher(Launcher):
         return nccl_log.environment(f"{IN_BASE}runs/{run_id}.nccl", cuda,
                                     {**os.environ, **(machine_env or {})})
 
+    def trace_environment(self, workload: WorkloadRef, run_id: str) -> dict[str, str]:
+        """run --trace: each rank's trace into runs/<run_id>.traces/ on the machine."""
+        return workload.trace.environment(IN_BASE + traces_path(run_id)) if workload.trace else {}
+
+    def bring_traces(self, workload: WorkloadRef, run_id: str, on_line: LineSink,
+                     said: bool = True) -> None:
+        """run --trace: the run's traces pulled into the folder the sweep gave, then removed
+        from the machine; a pull that fails is said (when `said`: the run went well) and
+        costs the run nothing."""
+        if workload.trace is None or workload.trace.directory is None:
+            return
+        base, rel = self._session.layout.base, traces_path(run_id)
+        files = RunFiles(base, self._session.target, self._session.known_hosts)
+        dest = Path(workload.trace.directory)
+        try:
+            pull(files, rel, (), dest, check=False)
+        except PullError as e:
+            if said:
+                on_line(f"warning: the traces were not brought back: {e}")
+            with contextlib.suppress(OSError):
+                dest.rmdir()  # the folder the pull made, where nothing came
+        try:
+            self._session.conn.capture(f"rm -rf {shlex.quote(base)}/{rel}", 30)
+        except (SshError, OSError):
+            pass  # left in runs/: the next session's leftovers are cleared there
+
+    def watched_gpus(self, procs: int) -> list[int] | None:
+        """The GPUs a run of `procs` processes uses (CUDA_VISIBLE_DEVICES, environment),
+        where nvidia-smi named the machine's GPUs; None where it has none to watch."""
+        remote = self._session.env
+        return list(range(procs)) if remote is not None and remote.gpus else None
+
     def shell_line(self, run_id: str, cmd: list[str], env: dict[str, str], timeout: float,
-                   cwd: str = ".", sample_gpus: list[int] | None = None,
-                   guard_files: str | None = None) -> str:
+                   cwd: str = ".", watch_gpus: list[int] | None = None,
+                   guard_files: str | None = None, keep_samples: bool = False) -> str:
         """cd to the base, mark the run, read the machine's load, then (from `cwd`,
         relative to the base) start it tagged, in a session of its own, under
         `timeout` (which also bounds a run whose controller has gone). Beside it the
-        machine's load is watched; with `sample_gpus`, nvidia-smi samples those GPUs,
-        tagged and bounded the same way. After it, its exit status and CPU time go to
-        files of the run; with `guard_files` (a name under the left-behind folder),
-        what it left in `cwd` is moved aside."""
+        machine's load is watched; with `watch_gpus`, the GPU sampler says those GPUs'
+        figures in the run's output (and with `keep_samples` keeps nvidia-smi's lines for
+        the record), tagged and bounded the same way, and stopped and waited for as the
+        run ends: its output is the channel's, which closes only once it is gone. After
+        the run, its exit status and CPU time go to files of the run; with `guard_files`
+        (a name under the left-behind folder), what it left in `cwd` is moved aside."""
         q = shlex.quote
         py = self._session.python
         assignments = " ".join(f"{k}={_shell_value(v)}" for k, v in env.items())
         limit = max(1, int(timeout))
         run = f'"$B"/runs/{run_id}'
-        sampler = ""
-        if sample_gpus:
-            sampler = (f"(env {RUN_TAG}={run_id} timeout {limit + 30} "
-                       f"{shlex.join(gpu_sampling.sampler_command(sample_gpus))} "
-                       f"< /dev/null > {samples_path(run_id)} 2>/dev/null &) && ")
+        start = feed = stop_feed = ""
+        if watch_gpus:   # in braces: `&` backgrounds the sampler alone, $! stays in this shell
+            keep = samples_path(run_id) if keep_samples else None
+            start = "gpubench_feed=; "
+            feed = (f"{{ env {RUN_TAG}={run_id} timeout {limit + 30} {py} -c {q(FEED)} "
+                    f"{shlex.join(gpu_sampling.feed_args(watch_gpus, keep=keep))} "
+                    f"< /dev/null 2>/dev/null & gpubench_feed=$!; }} && ")
+            # after `times`: the sampler's CPU time is not the run's
+            stop_feed = ('if [ -n "$gpubench_feed" ]; then kill "$gpubench_feed" 2>/dev/null; '
+                         'wait "$gpubench_feed" 2>/dev/null; fi; ')
         # what only informs the record may fail without stopping the run: { ...; true; }
         watch = (f"{{ {py} -c {q(LOAD)} before runs/{run_id}.load 2>/dev/null; true; }} && "
                  f"(env {RUN_TAG}={run_id} timeout {limit + 30} {py} -c {q(LOAD)} watch {run_id} "
@@ -242,12 +294,12 @@ class SshLauncher(Launcher):
             snapshot = f"{{ {py} -c {q(GUARD)} snapshot . {run}.snap {skip} 2>/dev/null; true; }} && "
             settle = (f"{py} -c {q(GUARD)} settle . {run}.snap {q(guard_files)} {skip} "
                       f"> {run}.left 2>/dev/null; rm -f {run}.snap; ")
-        return (f"cd {q(self._session.layout.base)} && mkdir -p runs && B=$PWD && "
-                f"printf %s {q(self.lease)} > runs/{run_id}.running && {sampler}{watch}"
+        return (f"{start}cd {q(self._session.layout.base)} && mkdir -p runs && B=$PWD && "
+                f"printf %s {q(self.lease)} > runs/{run_id}.running && {feed}{watch}"
                 f"export {RECORD_ENV}=\"$B/{record_path(run_id)}\" && cd {q(cwd)} && {snapshot}"
                 f"setsid -w env {RUN_TAG}={run_id} "
                 f"timeout -k 10 {limit} env {assignments} {shlex.join(cmd)}; code=$?; "
-                f"times > {run}.times 2>/dev/null; {settle}"
+                f"times > {run}.times 2>/dev/null; {stop_feed}{settle}"
                 f"echo $code > {run}.exit; exit $code")
 
     # ------------------------------------------------------------------ running
@@ -275,15 +327,18 @@ class SshLauncher(Launcher):
         record_file = record_path(run_id)
         cmd = self.command(workload, procs, record_file, workload_args)
         cwd = remote_cwd(workload)
-        # a suite workload samples its GPUs itself; a user's script is sampled from outside
-        sample = (list(range(procs)) if not workload.in_suite and self._session.env is not None
-                  and self._session.env.gpus else None)
+        # every run's GPUs watched live; a suite workload samples them itself for the
+        # record, a user's script is sampled from outside
+        gpus = self.watched_gpus(procs)
+        sample = gpus is not None and not workload.in_suite
         guard = None if workload.in_suite else f"{time.strftime('%Y%m%d-%H%M%S')}-{procs}gpu"
-        env = {**self.environment(procs), **self.nccl_environment(run_id)}
-        line = self.shell_line(run_id, cmd, env, timeout, cwd, sample, guard)
+        env = {**self.environment(procs), **self.nccl_environment(run_id),
+               **self.trace_environment(workload, run_id)}
+        line = self.shell_line(run_id, cmd, env, timeout, cwd, gpus, guard, keep_samples=sample)
         start = time.perf_counter()
         try:
-            result = self._session.conn.stream(line, on_line, timeout + LOCAL_MARGIN_S)
+            result = self._session.conn.stream(line, on_line, timeout + LOCAL_MARGIN_S,
+                                               untailed=gpu_sampling.is_live_line)
         except ConnectionLostError:
             raise
         except BaseException:  # Ctrl-C: the run must not outlive us
@@ -294,6 +349,7 @@ class SshLauncher(Launcher):
             self._stop_quietly(run_id)
         timed_out = result.timed_out or result.exit_code == TIMEOUT_EXIT
         code = -9 if timed_out else result.exit_code
+        self.bring_traces(workload, run_id, on_line, said=code == 0)
         # the watcher (and a GPU sampler) are all that still carry the run's tag
         found = self._collect(run_id, wanted=code == 0, stop=True)
         exit_text = found.get("exit", "").strip()

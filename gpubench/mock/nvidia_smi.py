@@ -6,8 +6,9 @@ Standard library only; run as `python nvidia_smi.py CONFIG.json ARGS...` by the
 wrapper sshhost.py writes. CONFIG holds the GPU name as nvidia-smi spells it, the
 count, their memory, and `bad`: the preflight check this instance fails (the mock's
 bad-host fault), which shows here as a real card would show it. Figures only a real
-GPU has (utilisation, power, temperature) answer [N/A], and a sampling loop (-l, -lms)
-is refused: a CPU stands in for the GPUs.
+GPU has (utilisation, memory in use, power, temperature) answer [N/A], in a sampling
+loop (-l, -lms) too, which answers every interval until it is stopped or its reader is
+gone: a record says no figure was sampled, a live view shows every GPU without one.
 
 `--query-compute-apps` lists the processes of this instance (GPUBENCH_MOCK_INSTANCE=
 CONFIG's seed, which its sessions export) that say they use a GPU: those whose
@@ -19,6 +20,7 @@ process holding the device (a "ghost" is a `sleep` started so). Their GPU memory
 import json
 import os
 import sys
+import time
 import uuid
 
 MOCK_DEVICE_VAR = "GPUBENCH_MOCK_GPU"
@@ -65,12 +67,34 @@ def option(args, name):
     return None
 
 
+def interval_s(args):
+    """A sampling loop's interval (-lms MS or -l S), or None for one answer."""
+    for name, scale in (("-lms", 1000.0), ("-l", 1.0)):
+        value = option(args, name)
+        if value is not None:
+            try:
+                return max(float(value) / scale, 0.05)
+            except ValueError:
+                return 1.0
+    return None
+
+
 def query(cfg, args):
-    if option(args, "-lms") is not None or option(args, "-l") is not None:
-        # a sampling loop: there is no GPU to sample, and a record must not say there was
-        print("nvidia-smi (gpubench mock): no GPU to sample: a CPU stands in for the GPUs",
-              file=sys.stderr)
-        return 6
+    every = interval_s(args)
+    if every is None:
+        return answer(cfg, args)
+    while True:   # as the real one: until it is stopped, or nobody reads it
+        try:
+            code = answer(cfg, args)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return 0
+        if code:
+            return code
+        time.sleep(every)
+
+
+def answer(cfg, args):
     rows, _ = gpu_rows(cfg)
     fields = [f.strip() for f in option(args, "--query-gpu").split(",") if f.strip()]
     for f in fields:

@@ -179,16 +179,19 @@ class SshConnection:
         self._held.append(chan)
         return seen.split(ready, 1)[0]
 
-    def stream(self, command: str, on_line: Callable[[str], None], timeout: float) -> StreamResult:
-        """Run `command`, pass each output line to `on_line` as it arrives.
+    def stream(self, command: str, on_line: Callable[[str], None], timeout: float,
+               untailed: Callable[[str], bool] | None = None) -> StreamResult:
+        """Run `command`, pass each output line to `on_line` as it arrives; the result's
+        tail keeps the last ones, less those `untailed` says are not the command's own
+        (what runs beside it says, which must not crowd out its last words).
 
         Raises ConnectionLostError when the link drops before the command's exit
         status arrives; the caller decides whether the remote process must be killed.
         """
-        return self._pump(command, on_line, timeout, split_lines=True)
+        return self._pump(command, on_line, timeout, split_lines=True, untailed=untailed)
 
     def _pump(self, command: str, sink: Callable[[str], None], timeout: float,
-              split_lines: bool) -> StreamResult:
+              split_lines: bool, untailed: Callable[[str], bool] | None = None) -> StreamResult:
         chan = self._channel(command)
         chan.settimeout(0.5)
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -205,7 +208,8 @@ class SshConnection:
             *lines, pending = pending.split("\n")
             for line in lines:
                 line = line.rstrip("\r")
-                tail.append(line)
+                if untailed is None or not untailed(line):
+                    tail.append(line)
                 sink(line)
 
         try:

@@ -6,7 +6,10 @@ normalise  records of any schema version -> one DataFrame of the columns a repor
 cache      those columns of a long history, kept between reports
 filters    --run and --since
 selectors  naming a provider, a GPU or provider:gpu on the command line
-compute    speedup, efficiency, cost, the fastest/cheapest-paid marks, the Pareto front
+compute    speedup, efficiency, cost, the fastest/cheapest-paid marks, the Pareto front,
+           the step in parts and the points of efficiency lost to each
+slow_rank  the rank the others waited for, from every rank's step in parts
+expected_parts  the exposed all-reduce beside the one the performance model expected
 compare    two providers or GPU types side by side (or what they could be compared on)
 story      per table, the fastest against the cheapest paid configuration in words
 tables     what each output shows: rows and headings for people and for programs, which

@@ -19,7 +19,10 @@ part, and a note says it in a line per count ("-31 points against 1 GPU: exposed
 all-reduce 24, data 5, other 2"). With efficiency E = (throughput / GPUs) / the 1-GPU
 row's throughput, a part's lost points are 100 x (its share here - E x its share at one
 GPU): its time here less the time it would take at perfect scaling, over this row's
-step; they add up to 100 x (1 - E).
+step; they add up to 100 x (1 - E). Where the run was predicted, the model's parts are
+its `predicted_breakdown`, and the line sets the exposed all-reduce beside the model's
+(expected_parts.py); a rank the others waited for is its `slow_rank`, in a line of its
+own (slow_rank.py).
 
 The report's columns are the record schema's (workloads/record_schema.py);
 a column the report computes has its formula in FORMULAS, or, when it needs
@@ -37,8 +40,10 @@ import pandas as pd
 
 from gpubench.errors import UsageError
 from gpubench.report import checks, repeats
+from gpubench.report.expected_parts import expected_words
 from gpubench.report.normalise import records_frame
 from gpubench.report.selectors import Selector, parse_selector
+from gpubench.report.slow_rank import slow_rank_column, slow_rank_words
 from gpubench.workloads import record_schema, step_parts
 
 # A machine type running one workload the same way; the workload's own
@@ -109,6 +114,8 @@ FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "gpu_hours_per_epoch": lambda rows: (rows["gpu_count"] * rows["epoch_seconds"] / 3600.0).where(
         rows["gpu_hours"].notna()),
     "breakdown": lambda rows: rows["step_shares"].map(_shares).astype(object),
+    "predicted_breakdown": lambda rows: rows["predicted_step_shares"].map(_shares).astype(object),
+    "slow_rank": slow_rank_column,
 }
 
 
@@ -198,6 +205,8 @@ def build_report(records, baseline: Baseline | None = None, failures: str = "lat
     latest["baseline"] = baseline.describe()
     ordered = latest.sort_values(GROUP_KEYS + ["gpu_count", "nodes"], kind="stable")
     notes += breakdown_notes(ordered)
+    notes += [f"{at_count(row)}: {slow_rank_words(row['slow_rank'])}"
+              for _, row in ordered[ordered["slow_rank"].notna()].iterrows()]
     rows = ordered[report_columns()]
     return Report(rows.reset_index(drop=True), failed, notes, baseline)
 
@@ -238,20 +247,31 @@ def points_lost(shares: dict, one_gpu: dict, efficiency: float) -> dict | None:
 
 def breakdown_notes(rows: pd.DataFrame) -> list[str]:
     """A line per count above one: the efficiency points it lost, and to which parts of
-    the step, largest first (those under half a point left out)."""
+    the step, largest first (those under half a point left out); where the run was
+    predicted, its exposed all-reduce beside the one the model expected."""
     notes = []
     for _, row in rows[rows["points_lost"].notna()].iterrows():
         lost = row["points_lost"]
         total = sum(lost.values())
-        unit = "GPU" if str(row.get("device")) == "cuda" else "process"
         named = sorted(((points, PART_WORDS[p]) for p, points in lost.items() if abs(points) >= 0.5),
                        reverse=True)
         where = ", ".join(f"{word} {points:.0f}" for points, word in named) or "no part above half a point"
-        count = int(row["gpu_count"])
-        notes.append(f"{row['workload']} at {count} {unit}{'es' if unit == 'process' else 's'} on "
-                     f"{row['provider']} {row['gpu_name']}: efficiency {1 - total / 100:.0%}, "
-                     f"{round(-total):+d} points against 1 {unit}: {where}")
+        expected = expected_words(row["breakdown"], row["predicted_breakdown"], row.get("predicted_basis"))
+        notes.append(f"{at_count(row)}: efficiency {1 - total / 100:.0%}, "
+                     f"{round(-total):+d} points against 1 {_unit(row)}: {where}"
+                     + (f"; {expected}" if expected else ""))
     return notes
+
+
+def _unit(row: pd.Series) -> str:
+    return "GPU" if str(row.get("device")) == "cuda" else "process"
+
+
+def at_count(row: pd.Series) -> str:
+    """'mnist-ddp at 2 GPUs on lambda NVIDIA A100' (processes on a CPU)."""
+    unit = _unit(row)
+    return (f"{row['workload']} at {int(row['gpu_count'])} {unit}{'es' if unit == 'process' else 's'} "
+            f"on {row['provider']} {row['gpu_name']}")
 
 
 def _trust_notes(rows: pd.DataFrame) -> list[str]:

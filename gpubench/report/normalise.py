@@ -122,8 +122,8 @@ class ColumnBuilder:
                 data[f.name] = _numbers(values[f.name])
                 if f.default is not None:  # an explicit null reads as the default too
                     data[f.name] = data[f.name].fillna(f.default)
-            else:
-                data[f.name] = pd.Series(np.array(values[f.name], dtype=object), dtype=object)
+            else:  # from the list itself: numpy would make lists of one length a 2-d array
+                data[f.name] = pd.Series(values[f.name], dtype=object)
         data["status"] = _inferred_status(data["status"], data["throughput"])
         return pd.DataFrame(data, columns=[f.name for f in fields])
 

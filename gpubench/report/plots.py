@@ -6,6 +6,9 @@
   count) marked as such;
 - for a bandwidth test, bus bandwidth at the peak and at the largest message
   size against GPU count, in place of the three others;
+- the median step in parts at each GPU count (data, compute, exposed all-reduce, other),
+  one stacked bar per count, in milliseconds of the step where the records give its
+  time (else shares of it), each part's share written on it where it has room;
 - cost against time to finish a fixed amount of work (an epoch when the
   records know its size, one run of a script timed as a whole, else a million
   samples or tokens), time in s, min or h by magnitude, every point labelled
@@ -24,12 +27,12 @@ import pandas as pd
 
 from gpubench.errors import ResultsError, UsageError
 from gpubench.report.checks import is_bandwidth
-from gpubench.report.compute import Report, pareto_front
+from gpubench.report.compute import PART_WORDS, Report, pareto_front
 from gpubench.format import format_dollars
 from gpubench.report.story import human_seconds
 from gpubench.report.tables import short_gpu
 
-KINDS = ("throughput", "efficiency", "cost-time", "bandwidth")
+KINDS = ("throughput", "efficiency", "breakdown", "cost-time", "bandwidth")
 PLOT_FORMATS = ("png", "svg", "both")  # what --plot-format takes
 # How to install matplotlib into this checkout's environment: the distribution is
 # gpubench-ddp ("gpubench" on PyPI is another project), installed from the checkout.
@@ -230,6 +233,55 @@ def place_labels(figure, axes, labels) -> None:
         taken.append(placed)
 
 
+# A colour per part of the step, in step_parts.PARTS order: the same in every figure.
+PART_COLOURS = ("tab:orange", "tab:blue", "tab:red", "tab:grey")
+ROOM = 0.08   # a part this share of its bar or more has its share written on it
+
+
+def breakdown_plot(workload: str, rows: pd.DataFrame) -> Plot | None:
+    """One stacked bar per GPU count (machine types side by side, each its own group): the
+    median step in parts. None where no row has its parts."""
+    rows = rows[rows["breakdown"].map(lambda b: isinstance(b, dict))]
+    if rows.empty:
+        return None
+    timed = bool(rows["median_step_s"].gt(0).all())
+    scale, unit = (1e3, "ms") if timed and rows["median_step_s"].max() < 1 else (1.0, "s")
+    figure, axes = _new_figure(f"{workload}: the step in parts")
+    groups = [group.sort_values("gpu_count") for _, group in rows.groupby(MACHINE, sort=True)]
+    with_args = rows["workload_args"].nunique() > 1
+    positions, ticks, caption = [], [], []
+    for g, group in enumerate(groups):
+        for _, row in group.iterrows():
+            positions.append(len(positions) + g)    # a gap between machine types
+            count = str(int(row["gpu_count"]))
+            ticks.append(count if len(groups) == 1 else f"{count}\n{_label(row, with_args)}")
+            step = row["median_step_s"] * scale if timed else 100.0
+            _stack(axes, positions[-1], row["breakdown"], step, labelled=len(positions) == 1)
+            shares = ", ".join(f"{PART_WORDS[p]} {row['breakdown'][p]:.0%}" for p in PART_WORDS)
+            caption.append(f"{point_label(row)}: " + (f"{step:.3g} {unit} a step: " if timed else "")
+                           + shares)
+    axes.set_xticks(positions, ticks, fontsize="small" if len(groups) > 1 else None)
+    axes.set_xlabel("GPUs")
+    axes.set_ylabel(f"{unit} of the median step" if timed else "% of the median step")
+    axes.grid(False, axis="x")
+    figure.legend(fontsize="small", loc="outside lower center", ncols=4)   # over no bar
+    return Plot(workload, "breakdown", figure, caption)
+
+
+def _stack(axes, x: float, shares: dict, step: float, labelled: bool) -> None:
+    """One bar of `step`: each part in its colour (named in the legend once, by the first
+    bar), its share written on it where it has room."""
+    bottom = 0.0
+    for part, colour in zip(PART_WORDS, PART_COLOURS):
+        share = shares.get(part) or 0.0
+        axes.bar(x, share * step, bottom=bottom, width=0.7, color=colour, edgecolor="white",
+                 label=PART_WORDS[part] if labelled else None)
+        if share >= ROOM:
+            axes.text(x, bottom + share * step / 2, f"{share:.0%}", ha="center", va="center",
+                      fontsize="x-small", color="white")
+        bottom += share * step
+
+
 def bandwidth_plot(workload: str, rows: pd.DataFrame) -> Plot:
     figure, axes = _new_figure(f"{workload}: bus bandwidth")
     for _, group in rows.groupby(MACHINE, sort=True):
@@ -268,6 +320,9 @@ def report_plots(report: Report) -> list[Plot]:
             continue
         plots.append(throughput_plot(workload, mine))
         plots.append(efficiency_plot(workload, mine, report.baseline.describe()))
+        parts = breakdown_plot(workload, mine)
+        if parts is not None:
+            plots.append(parts)
         cost = cost_time_plot(workload, mine)
         if cost is not None:
             plots.append(cost)

@@ -100,6 +100,8 @@ class ProbeReports:
                 # run --max-steps ended the script there, not the script itself
                 "ended_after_steps": max((s.get("ended_at") or 0 for s in timed), default=0) or None,
                 "process_wall_s": (self.by_rank[first].get("steps") or {}).get("wall_s"),
+                # run --trace: steps under the profiler, left out of the figures above
+                "traced_steps": max((s.get("traced") or 0 for s in timed), default=0) or None,
                 **self._parts(timed)}
 
     def _parts(self, timed: list[dict]) -> dict:

@@ -27,6 +27,7 @@ from typing import Callable
 from gpubench import suite
 from gpubench.sweep import events
 from gpubench.sweep import runlogs
+from gpubench.sweep import traces
 from gpubench.errors import GpubenchError, UsageError
 from gpubench.launch.base import Launcher, Machine, RunOutcome, SweepPoint
 from gpubench.launch.failures import Failure, last_words, stop_reason
@@ -247,7 +248,16 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
     reports = None if plan.workload.in_suite else ProbeReports()
     quiet = QuietWatch(echo, f"{plan.workload.name} at {where}", plan.quiet_after, plan.timeout)
 
+    chatter = traces.ProfilerChatter()  # torch.profiler's own lines under --trace
+
     def on_line(line: str) -> None:
+        line = chatter.keep(line)
+        if line is None:
+            return
+        sample = events.gpu_from_line(line)
+        if sample is not None:  # the GPUs watched beside the run: shown, not kept, and no
+            echo(sample)        # sign that the run itself is not stuck
+            return
         quiet.heard()  # any line, the probe's too: the run is not stuck
         if reports is not None and reports.take(line):
             return  # what a process of the script did, for the verdict below: not its output
@@ -262,13 +272,15 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
     echo(events.RunStarted(f"{prefix}{plan.workload.name} on {machine.provider} ({machine.gpu_name})",
                            workload=plan.workload.name, where=where, index=runs.index,
                            total=runs.total, provider=machine.provider, gpu_name=machine.gpu_name,
-                           price_per_hour=machine.price_per_hour))
+                           price_per_hour=machine.price_per_hour, accelerator=machine.accelerator))
+    directory = getattr(store, "directory", None)  # a store of records only keeps no logs
+    run_as = traces.for_run(workload, directory, plan.run_id, point, runs.traced)  # --trace
     started = time.perf_counter()
     if keeper is not None:
         keeper.before(name)
     try:
         with quiet:
-            outcome = launcher.run(workload, point, plan.workload_args, on_line, plan.timeout)
+            outcome = launcher.run(run_as, point, plan.workload_args, on_line, plan.timeout)
     except BaseException as e:  # Ctrl-C above all: what the run said so far is kept
         if keeper is not None:
             keeper.stopped()
@@ -280,9 +292,9 @@ def _run_one(launcher: Launcher, plan: SweepPlan, workload: WorkloadRef, machine
     if reports is not None:
         outcome = judged(outcome, reports, point)
     runs.failure = outcome.failure
-    directory = getattr(store, "directory", None)  # a store of records only keeps no logs
     log_file = runlogs.relative_path(plan.run_id, name) if directory is not None else None
     record = finish_record(outcome, plan, machine, point, repeat, identity, log_file)
+    record.update(traces.record_fields(directory, run_as))
     if log_file is not None:
         log.write(directory, log_file, outcome.output_tail, _log_footer(outcome, record))
     store.append(plan.run_id, record)
@@ -360,6 +372,7 @@ class _Runs:
     total: int
     index: int = 0
     failure: Failure | None = None
+    traced: set[SweepPoint] = field(default_factory=set)  # points whose run was traced (--trace)
 
 
 def _goes_on_at_its_count(failure: Failure | None, point: SweepPoint, todo: list[SweepPoint],

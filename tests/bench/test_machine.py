@@ -200,12 +200,14 @@ def test_bench_on_two_hosts_in_turn_records_each_host_and_what_it_cost(cloud, tm
 
 
 @pytest.mark.slow
-def test_bench_on_two_hosts_at_once_each_sent_the_project(cloud, tmp_path, cli):
+def test_bench_on_two_hosts_at_once_each_sent_the_project(cloud, tmp_path, cli, monkeypatch):
+    from tests.remote.helpers import watch_gpu_samples
     from tests.remote.test_workdir import project
 
     proj = project(tmp_path)
     results = tmp_path / "results"
     results.mkdir()
+    samples = watch_gpu_samples(monkeypatch)
     code, out, err = cli("bench", "vast", "--yes", "--gpus", "1", "--workload", str(proj / "train.py"),
                          "--workdir", str(proj), "--counts", "1", "--hosts", "2", "--parallel", "--name", "bp",
                          "--no-preflight", "--results", str(results))
@@ -215,6 +217,11 @@ def test_bench_on_two_hosts_at_once_each_sent_the_project(cloud, tmp_path, cli):
     assert [(r["status"], r["throughput"]) for r in records] == [("ok", 200.0)] * 2   # the project's own
     assert "[bp-1] " in out and "[bp-2] " in out
     assert all(r.status == "terminated" for r in Ledger().entries(include_done=True))
+    # each machine's GPUs streamed beside its run (the mock's nvidia-smi has no figure, and
+    # the records never claim one), drawn, never printed under its name as a line it said
+    assert all(s.gpu["util"] is None for s in samples) and "GPUBENCH_GPU" not in out + err
+    assert {r["gpu_sampling"] for r in records} <= {"off: nvidia-smi gave no figures",
+                                                    "off: nvidia-smi gave no samples"}
 
 
 @pytest.mark.slow

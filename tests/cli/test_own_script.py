@@ -78,10 +78,11 @@ def _run(tmp_path, source: str, *args: str, gpus: str = "1,2") -> tuple[subproce
 
 
 def test_a_fixed_steps_ddp_script_is_measured_by_its_steps_and_scales(tmp_path):
-    # one run serves both: the probe times the training steps (not the start-up), so
-    # a fixed number of steps a process shows two processes doing twice the work, and
-    # DDP on gloo is a measurement whose record says what its processes formed
-    proc, records = _run(tmp_path, PLAIN, gpus="1,2")
+    # one run serves three: the probe times the training steps (not the start-up), so
+    # a fixed number of steps a process shows two processes doing twice the work, DDP
+    # on gloo is a measurement whose record says what its processes formed, and under
+    # --trace every rank leaves a trace of 3 steps that its timing leaves out
+    proc, records = _run(tmp_path, PLAIN, "--trace", gpus="1,2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = sorted(records, key=lambda r: r["gpu_count"])
     assert [(r["gpu_count"], r["status"], r["timing"], r["throughput_unit"]) for r in records] == [
@@ -89,7 +90,11 @@ def test_a_fixed_steps_ddp_script_is_measured_by_its_steps_and_scales(tmp_path):
     assert [(r["process_group"], r["wrapped_in"], r["global_batch"]) for r in records] == [
         ("gloo x 1", "DDP", 64), ("gloo x 2", "DDP", 128)]
     for r in records:
-        assert r["steps"] == 36 and r["warmup_steps"] == 4  # 40 steps, max(2, a tenth) left out
+        # 40 steps: max(2, a tenth) left out as warm-up, and of the steps the trace touched (3 the
+        # profiler's own, 4 to 6 recorded, 7 paid for writing the file) those after it: 5 to 7
+        assert r["steps"] == 33 and r["warmup_steps"] == 4 and r["traced_steps"] == 3
+        traces = sorted((tmp_path / "results" / r["trace_dir"]).glob("rank*.pt.trace.json.gz"))
+        assert [p.name.split("-")[0] for p in traces] == [f"rank{i}" for i in range(r["gpu_count"])]
         assert r["throughput"] == pytest.approx(r["global_batch"] / r["median_step_s"], rel=0.1)
         assert r["p10_step_s"] <= r["median_step_s"] <= r["p90_step_s"]
         assert 0 < r["startup_s"] < r["wall_seconds"] == r["process_seconds"]

@@ -45,6 +45,8 @@ USES = {
     "RunTimeoutOpt": {"run", "bench"},
     "RepeatOpt": {"run", "bench"},
     "MaxStepsOpt": {"run", "bench"},
+    "TraceOpt": {"run", "bench"},
+    "TraceStepsOpt": {"run", "bench"},
     "OutputsOpt": {"run", "bench"},
     "SetupOpt": {"run", "bench"},
     "InstallProjectOpt": {"run", "bench"},

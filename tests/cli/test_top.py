@@ -143,9 +143,11 @@ def test_the_parsers_leave_out_what_is_not_a_row():
 def test_the_history_is_a_sparkline_and_the_tables_draw_it(container_proc):
     from rich.console import Console
 
-    assert top_cmd.sparkline([0, 50, 100], 100) == "▁▅█"
-    assert top_cmd.sparkline([None, 10, 20]) == "·▅█"
-    assert top_cmd.sparkline([None]) == "·"
+    from gpubench.cli.gpu_history import sparkline
+
+    assert sparkline([0, 50, 100], 100) == "▁▅█"
+    assert sparkline([None, 10, 20]) == "·▅█"
+    assert sparkline([None]) == "·"
     proc, runs = container_proc
     history = top_cmd.History(length=3)
     for util in (10, 40, 70, 100):

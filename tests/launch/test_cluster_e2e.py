@@ -46,7 +46,8 @@ def run_args(tmp_path, *extra: str) -> list[str]:
 # tests/lifecycle/test_cluster_e2e_mock.py and test_cluster_faults_mock.py
 @pytest.mark.parametrize("workload, args", [("mnist-ddp", TINY_MNIST)])
 def test_two_nodes_of_two_processes_end_to_end(pair, tmp_path, cli, workload, args):
-    code, out, err = cli("run", workload, *run_args(tmp_path, "--nodes", "2"), "--", *args)
+    code, out, err = cli("run", workload, *run_args(tmp_path, "--nodes", "2", "--trace-steps", "1"),
+                         "--", *args)
     assert code == 0, out + err
     records = ResultsStore(tmp_path / "results").load().records
     assert [(r["nodes"], r["gpu_count"], r["world_size"], r["status"]) for r in records] == [
@@ -69,4 +70,7 @@ def test_two_nodes_of_two_processes_end_to_end(pair, tmp_path, cli, workload, ar
     assert two["instance_type"] == INSTANCE_TYPE and two["price_per_hour"] == pytest.approx(3.0)
     assert "--rdzv_backend=c10d" in two["launch_command"]
     assert "[node0] " in out and "[node1] " in out
+    # --trace: every rank's trace, from both nodes, in one folder
+    names = sorted(p.name.split("-")[0] for p in (tmp_path / "results" / two["trace_dir"]).iterdir())
+    assert names == ["rank0", "rank1", "rank2", "rank3"] and two["trace_files"] == 4
 

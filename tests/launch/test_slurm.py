@@ -24,6 +24,7 @@ from gpubench.store.results import ResultsStore
 from gpubench.suite import resolve
 from gpubench.sweep.run import SweepPlan, sweep
 from tests.helpers import GPUBENCH, ctrl_c_as_at_a_terminal
+from tests.remote.helpers import samplers_left, watch_gpu_samples, write_fake_nvidia_smi
 
 pytestmark = pytest.mark.slow
 
@@ -66,10 +67,13 @@ def wait_for_state(cluster, job_id: str, wanted: str, within: float = 20.0) -> s
 
 
 # ---------------------------------------------------------------------- sweeps
-def test_mnist_over_one_and_two_nodes_with_torchrun(slurm, cli, tmp_path):
+def test_mnist_over_one_and_two_nodes_with_torchrun(slurm, cli, tmp_path, monkeypatch):
     results = tmp_path / "results"
     results.mkdir()
-    code, out, err = cli("run", "mnist-ddp", *slurm_args(tmp_path), "--nodes", "1,2",
+    # a stand-in nvidia-smi on the jobs' PATH (sbatch hands them this environment)
+    monkeypatch.setenv("PATH", f"{write_fake_nvidia_smi(tmp_path / 'fakebin')}:{os.environ['PATH']}")
+    samples = watch_gpu_samples(monkeypatch)
+    code, out, err = cli("run", "mnist-ddp", *slurm_args(tmp_path), "--nodes", "1,2", "--trace-steps", "1",
                          "--gpus-per-node", "1", "--results", str(results), "--", *MNIST_ARGS)
     assert code == 0, out + err
     assert "slurm on this machine: partition debug, 2 node(s) of 1x gpu" in out
@@ -91,11 +95,17 @@ def test_mnist_over_one_and_two_nodes_with_torchrun(slurm, cli, tmp_path):
         assert kept.parent == results / "slurm" and kept.name == f"{r['slurm_job_id']}.sbatch"
         assert "--rdzv_backend=c10d" in kept.read_text()
         assert r["launch_command"] == f"sbatch {r['slurm_job_dir']}/job.sbatch"
+        # --trace: each rank's trace, from the job's folder on the shared filesystem
+        assert r["trace_files"] == r["gpu_count"] == len(list((results / r["trace_dir"]).iterdir()))
     assert "#SBATCH --nodes=2" in Path(two["slurm_script"]).read_text()
     # node scaling beside GPU scaling, the queue apart from the run, cost in GPU-hours
     for heading in ("node speedup", "node eff", "GPU-h/epoch", "GPU-h", "core-h", "queue s", "run s"):
         assert heading in out, heading
     assert "$/h" in out and "unknown" in out  # no price: no dollar figure
+    # each node's GPU streamed from the job's output as it ran, the samplers gone with the jobs
+    assert {(s.node, s.gpu["index"], s.gpu["util"]) for s in samples} <= {
+        ("node0", 0, 80.0), ("node0", 0, 100.0), ("node1", 0, 80.0), ("node1", 0, 100.0)}
+    assert {s.node for s in samples} == {"node0", "node1"} and samplers_left(tmp_path) == []
 
 
 # srun's launch style over 1 and 2 nodes runs through the login node over SSH (the
@@ -276,7 +286,7 @@ def test_the_login_node_over_ssh_runs_srun_tasks_over_one_and_two_nodes(slurm, c
         code, out, err = cli("run", "mnist-ddp", "--on", login, "--key", str(sshd.key_file),
                              "--remote-python", PY, "--remote-dir", str(tmp_path / "over-ssh"),
                              "--nodes", "1,2", "--launch", "srun", "--price-per-gpu-hour", "2.5",
-                             "--results", str(results), "--", *MNIST_ARGS)
+                             "--trace-steps", "1", "--results", str(results), "--", *MNIST_ARGS)
         assert code == 0, out + err
         assert f"slurm on {sshd.user}@{sshd.host}:{sshd.port}: partition debug" in out
         assert "synced workloads" in out  # rsync over gpubench's pinned-key SSH
@@ -296,6 +306,8 @@ def test_the_login_node_over_ssh_runs_srun_tasks_over_one_and_two_nodes(slurm, c
             # money from GPU-hours at the price given
             assert record["price_per_hour"] == pytest.approx(2.5 * record["gpu_count"])
             assert record["allocation_cost"] == pytest.approx(2.5 * record["gpu_hours"])
+            # --trace: each rank's trace, pulled from the job's folder over SSH
+            assert record["trace_files"] == record["world_size"]
         assert any(line.endswith(f"state from {JOBCOMP})") for line in out.splitlines()), out
     finally:
         sshd.stop()

@@ -1,6 +1,7 @@
 """Clusters end to end on the mock cloud's own instances in namespace mode (each
 instance a host of its own on the mock's bridge): `provision --nodes 2`, the cluster in
-`ls` and `ssh NAME:i`, `run --on CLUSTER --nodes 2`, `down CLUSTER`, through the real
+`ls` and `ssh NAME:i`, `run --on CLUSTER --nodes 2` (every member's GPUs streamed as it
+goes, by the mock's nvidia-smi), `down CLUSTER`, through the real
 command line, on Vast.ai (the public internet between its machines) and RunPod (a
 cluster of its own). Lambda's clusters go the same way in test_cluster_faults_mock.py
 (a member lost mid-run). One cluster serves each provider's every check: the cluster
@@ -19,6 +20,7 @@ import pytest
 from gpubench.store.results import ResultsStore
 from tests.lifecycle.cluster_mock import (ALLREDUCE, NETWORK, TINY, assert_down,  # noqa: F401
                                           check_listed_and_reachable, cloud, provision, run_args)
+from tests.remote.helpers import samplers_left, watch_gpu_samples
 
 pytestmark = pytest.mark.slow
 
@@ -62,8 +64,16 @@ def check_a_member_not_confirmed_gone_keeps_the_cluster_listed(cli, cloud, provi
     cloud.set_faults("")
 
 
+def check_gpus_watched(samples: list, tmp_path) -> None:
+    """Every GPU of every member streamed as the run went: the mock's nvidia-smi loops
+    with no figure (a CPU stands in); and its sampler ended with the run on every node."""
+    assert {(s.node, s.gpu["index"]) for s in samples} == {("node0", 0), ("node1", 0)}, samples
+    assert all(s.gpu["util"] is None and s.gpu["power"] is None for s in samples)
+    assert samplers_left(tmp_path) == []
+
+
 @pytest.mark.parametrize("provider", CASES)
-def test_provision_list_ssh_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provider):
+def test_provision_list_ssh_run_and_down_a_two_node_cluster(cloud, cli, tmp_path, provider, monkeypatch):
     out, err, members = provision(cli, cloud, provider)
     check_provisioned(provider, out, err, members)
     check_listed_and_reachable(cli, provider, out, members)
@@ -75,8 +85,10 @@ def test_provision_list_ssh_run_and_down_a_two_node_cluster(cloud, cli, tmp_path
     else:
         workload, args = "allreduce", TINY["allreduce"]
     started = time.monotonic()
+    samples = watch_gpu_samples(monkeypatch)
     code, out, err = cli("run", workload, *run_args(tmp_path, "--nodes", "2", "--gpus", "1"), "--", *args)
     assert code == 0, out + err
+    check_gpus_watched(samples, tmp_path)
     records = ResultsStore(tmp_path / "results").load().records
     assert [(r["nodes"], r["world_size"], r["status"]) for r in records] == [(2, 2, "ok")], out[-3000:]
     check_two_node_record(provider, records[0], members, out)

@@ -1,6 +1,7 @@
 """GPU utilisation, memory and power sampled beside a user's own script (which
-gpubench cannot instrument from inside), here and over SSH. nvidia-smi is a
-stand-in on PATH that answers the sampler's query loop as the real one does."""
+gpubench cannot instrument from inside), here and over SSH, and each GPU's figures
+streamed beside any run for the live view. nvidia-smi is a stand-in on PATH that
+answers the sampler's query loop as the real one does."""
 
 import os
 from pathlib import Path
@@ -14,41 +15,13 @@ from gpubench.launch.local import LocalLauncher
 from gpubench.store.results import ResultsStore, new_run_id
 from gpubench.sweep.run import SweepPlan, sweep
 from tests.remote.conftest import make_sshd
-from tests.remote.helpers import open_session, tiny_script
+from tests.remote.helpers import open_session, samplers_left, tiny_script, write_fake_nvidia_smi
 from tests.helpers import one_node
-
-# nvidia-smi's query loop: one CSV line per GPU named by -i, every -lms milliseconds,
-# until it is stopped; the name query (the environment check) gets one GPU name.
-FAKE_NVIDIA_SMI = """\
-#!/bin/bash
-ids=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-        -i) ids="$2"; shift ;;
-        --query-gpu=name) echo "NVIDIA Stand-in 80GB"; exit 0 ;;
-        --query-gpu=name,memory.total) echo "NVIDIA Stand-in 80GB, 81559"; exit 0 ;;
-    esac
-    shift
-done
-n=0
-while [ $n -lt 3000 ]; do
-    for i in ${ids//,/ }; do
-        if [ $((n % 2)) = 0 ]; then echo "$i, 80, 1024, 200.00"; else echo "$i, 100, 2048, [N/A]"; fi
-    done
-    n=$((n + 1))
-    sleep 0.05
-done
-"""
 
 
 @pytest.fixture
 def fake_nvidia_smi(tmp_path) -> Path:
-    directory = tmp_path / "fakebin"
-    directory.mkdir()
-    tool = directory / "nvidia-smi"
-    tool.write_text(FAKE_NVIDIA_SMI)
-    tool.chmod(0o755)
-    return directory
+    return write_fake_nvidia_smi(tmp_path / "fakebin")
 
 
 def test_summarise_means_peaks_and_missing_figures():
@@ -98,23 +71,21 @@ def test_a_remote_script_is_sampled_beside_it(tmp_path, fake_nvidia_smi, remote_
         script = tiny_script(tmp_path, name="tiny_sampled_remote.py")
         launcher = open_session(server, remote_python, tmp_path)
         workload = suite.resolve(str(script))
+        said: list[str] = []
         with launcher:
             launcher.prepare(workload)
-            outcome = launcher.run(workload, SweepPoint(1, 1), ["--sleep", "1"], lambda _: None, 60)
+            outcome = launcher.run(workload, SweepPoint(1, 1), ["--sleep", "1"], said.append, 60)
+            left = samplers_left(tmp_path)   # the connection still open: it ended with the run
     finally:
         server.stop()
     assert outcome.returncode == 0 and outcome.record is not None, outcome.output_tail
     assert outcome.beside["gpu_util_pct_peak"] == 100.0
     assert outcome.beside["gpu_power_w_mean"] == 200.0 and outcome.beside["gpu_samples"] >= 2
     assert list((tmp_path / "remote" / "runs").iterdir()) == []  # samples fetched and removed
-    assert "fakebin/nvidia-smi" not in "".join(_running())  # the sampler was stopped
-
-
-def _running() -> list[str]:
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            out.append(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
-        except OSError:
-            pass
-    return out
+    # each GPU's figures streamed as the run went, at most once a second, never its tail
+    live = [gpu_sampling.parse_live_line(line) for line in said if gpu_sampling.is_live_line(line)]
+    assert live and all(g["index"] == 0 and g["util"] in (80.0, 100.0) for g in live), said
+    assert not any(gpu_sampling.is_live_line(line) for line in outcome.output_tail)
+    # the channel closed as the run ended (the stand-in would print for two minutes), and
+    # neither the sampler nor its nvidia-smi is left running
+    assert outcome.elapsed_seconds < 30 and left == [] and samplers_left(tmp_path) == []

@@ -26,7 +26,7 @@ def _records(results: Path) -> list[dict]:
 def test_mnist_sweep_end_to_end_then_skipped(sshd, tmp_path, cli, remote_python):
     results = tmp_path / "results"
     results.mkdir()
-    argv = ["run", "mnist-ddp", "--gpus", "1,2", "--results", str(results),
+    argv = ["run", "mnist-ddp", "--gpus", "1,2", "--results", str(results), "--trace-steps", "1",
             *cli_args(sshd, remote_python, tmp_path), "--", "--steps", "2", "--warmup", "1"]
     code, out, err = cli(*argv)
     assert code == 0, err
@@ -39,6 +39,10 @@ def test_mnist_sweep_end_to_end_then_skipped(sshd, tmp_path, cli, remote_python)
     assert "torch.distributed.run --standalone --nproc_per_node=2" in records[1]["launch_command"]
     assert records[1]["workload_args"] == ["--steps", "2", "--warmup", "1"]
     assert not list((tmp_path / "remote" / "runs").iterdir())  # record files fetched and removed
+    for r in records:  # --trace: each rank's trace pulled back (and removed there)
+        names = sorted(p.name for p in (results / r["trace_dir"]).iterdir())
+        assert len(names) == r["trace_files"] == r["gpu_count"] and names[0].startswith("rank0-")
+    assert "traced steps per rank" in out and "ui.perfetto.dev" in out
 
     # the same sweep again: nothing re-run (test_second_rsync_sends_nothing checks the
     # transfer on a suite that cannot change under it)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from gpubench.launch.base import LineSink
+from gpubench.launch.gpu_sampling import is_live_line
 from gpubench.launch.slurm import states
 from gpubench.launch.slurm.commands import Slurm
 from gpubench.launch.slurm.errors import PendingTimeoutError, SlurmError
@@ -164,7 +165,8 @@ def _fill(state: JobState, seen: JobState) -> JobState:
 
 class OutputTail:
     """The job's output file, read on from where the last read stopped: each new
-    complete line passed on, the last ones kept."""
+    complete line passed on, the last ones kept (not the nodes' GPU samples, which
+    must not crowd out the job's last words)."""
 
     KEEP = 200
 
@@ -184,7 +186,8 @@ class OutputTail:
             return
         self.offset += len((complete + "\n").encode("utf-8"))
         for line in complete.split("\n"):
-            self.tail.append(line)
+            if not is_live_line(line):
+                self.tail.append(line)
             self.on_line(line)
         del self.tail[:-self.KEEP]
 

@@ -4,7 +4,8 @@ record collected from the shared filesystem with what Slurm says of the job.
 On the cluster, under the base directory (--remote-dir, relative to the home):
     <base>/workloads/        the suite (and a user's script), copied before the first job
     <base>/workdir/          a user's project (--workdir), over SSH
-    <base>/slurm/<job dir>/  one per job: job.sbatch, slurm-<id>.out/.err, record.json, exit-code
+    <base>/slurm/<job dir>/  one per job: job.sbatch, slurm-<id>.out/.err, record.json, exit-code,
+                             and on GPU nodes the GPU sampler its tasks run (gpu_sampling.py)
 Beside the local records (SlurmOptions.keep_dir) each job's script and output
 files are kept as <job id>.sbatch, .out and .err.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from gpubench.format import fill
+from gpubench.launch import gpu_sampling
 from gpubench.launch.base import (PROBE, Launcher, LineSink, Machine, NodeSpan, RunOutcome, SweepPoint,
                                   record_args, script_argv)
 from gpubench.launch.failures import Failure, RunFacts, explain
@@ -31,6 +33,7 @@ from gpubench.launch.slurm.follow import Followed, Follower
 from gpubench.launch.slurm.options import SlurmOptions
 from gpubench.launch.slurm.script import JobSpec
 from gpubench.launch.slurm.states import JobState, Partition
+from gpubench.remote.pull import PullError, RunFiles, pull
 from gpubench.suite import WorkloadRef, workloads_dir
 from gpubench.workloads.script_probe import PREFIX as PROBE_PREFIX
 
@@ -39,6 +42,7 @@ DEFAULT_NODES = (1, 2)  # a sweep's node counts unless --nodes says otherwise
 ERROR_TAIL_LINES = 5
 SLURM_SAYS = ("srun: ", "slurmstepd: ")  # Slurm's lines in a job's error file, not the workload's
 SUITE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
+SAMPLER = Path(gpu_sampling.__file__).read_text()   # standard library only: runs on the nodes
 
 
 class SlurmLauncher(Launcher):
@@ -123,7 +127,8 @@ class SlurmLauncher(Launcher):
         # a user's script runs under the probe, which sits with the suite (base/workloads)
         script, *probed = script_argv(workload, script, f"{self.base}/workloads/{PROBE}")
         spec = JobSpec(workload.name, point.nodes, point.procs_per_node, job_dir, workdir,
-                       self.python, script, gpus=self.partition.gpus_per_node > 0)
+                       self.python, script, gpus=self.partition.gpus_per_node > 0,
+                       env=workload.trace.environment(traces_dir(job_dir)) if workload.trace else {})
         return replace(spec, script_args=[*probed, *record_args(workload, spec.record_path),
                                           *workload_args])
 
@@ -171,6 +176,8 @@ class SlurmLauncher(Launcher):
         job_dir = f"{self.base}/slurm/{stamp}-{_point_tag(workload, point)}-{uuid.uuid4().hex[:6]}"
         spec, text = self.script(workload, point, workload_args, job_dir)
         self.shell.write(spec.script_path, text)
+        if spec.gpus:   # each node's GPUs watched beside its tasks (script._gpu_watch)
+            self.shell.write(spec.sampler_path, SAMPLER)
         start = time.perf_counter()
         job_id = self.slurm.submit(spec.script_path, cwd=job_dir)
         kept = self._keep(job_id, "sbatch", text)
@@ -200,6 +207,7 @@ class SlurmLauncher(Launcher):
             elif exit_text and exit_text.strip().isdigit():
                 state = state.with_exit_code(f"{int(exit_text.strip())}:0")
         record_text = self.shell.read(spec.record_path) if state.ok else None
+        self._bring_traces(workload, spec, on_line, said=state.ok)
         record = _json(record_text)
         fields = self._slurm_fields(spec, job_id, state, kept, error_tail)
         elapsed = state.elapsed_s if state.elapsed_s is not None else waited
@@ -219,6 +227,24 @@ class SlurmLauncher(Launcher):
         failure = Failure(error, "timeout") if followed.timed_out else None   # the sweep asks before larger counts
         return RunOutcome(code, {**(record or {}), **fields}, command, elapsed, error, output_tail,
                           failure=failure)
+
+    def _bring_traces(self, workload: WorkloadRef, spec: JobSpec, on_line: LineSink,
+                      said: bool) -> None:
+        """run --trace: the job's per-rank traces (its folder on the shared filesystem)
+        copied into the folder the sweep gave: over SSH with rsync, on the login node itself
+        as files. One that fails is said (when `said`: the job went well)."""
+        if workload.trace is None or workload.trace.directory is None:
+            return
+        source, dest = traces_dir(spec.job_dir), Path(workload.trace.directory)
+        session = getattr(self.shell, "session", None)  # SshShell's; a LocalShell has none
+        try:
+            if session is not None:
+                pull(RunFiles(source, session.target, session.known_hosts), "", (), dest, check=False)
+            elif Path(source).is_dir():
+                shutil.copytree(source, dest, dirs_exist_ok=True)
+        except (PullError, OSError) as e:
+            if said:
+                on_line(f"warning: the traces were not brought back from {source}: {e}")
 
     def _slurm_fields(self, spec: JobSpec, job_id: str, state: JobState, kept: str | None,
                       error_tail: list[str]) -> dict:
@@ -273,6 +299,11 @@ def _unasked(options: SlurmOptions) -> Partition:
     with GPUs (how many per node: the sweep's --gpus-per-node)."""
     return Partition(options.partition or "default", UNASKED_NODES, 1, "", 1, "unknown",
                      options.partition is None)
+
+
+def traces_dir(job_dir: str) -> str:
+    """Where a job's ranks write their traces (run --trace), beside its record."""
+    return f"{job_dir}/traces"
 
 
 def _point_tag(workload: WorkloadRef, point: SweepPoint) -> str:

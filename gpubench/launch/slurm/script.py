@@ -12,7 +12,9 @@ Two launch styles, because clusters' users have both:
 
 Everything a job reads or writes sits in its own directory on the shared
 filesystem: the script, Slurm's output and error files, the workload's record
-and the exit code of srun (the end state where accounting is off).
+and the exit code of srun (the end state where accounting is off), and on nodes
+with GPUs the GPU sampler (gpu_sampling.py), which the first task of each node runs
+beside its command: a line per GPU a second in the job's output, for the live view.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from gpubench.launch.gpu_sampling import feed_args
 from gpubench.launch.slurm.options import GRES, SRUN, TORCHRUN, SlurmOptions
 
 SCRIPT_NAME = "job.sbatch"
@@ -28,6 +31,7 @@ OUTPUT_NAME = "slurm-%j.out"  # %j: sbatch puts the job id in
 ERROR_NAME = "slurm-%j.err"
 RECORD_NAME = "record.json"
 EXIT_NAME = "exit-code"
+SAMPLER_NAME = "gpu_sampling.py"  # gpubench/launch/gpu_sampling.py, copied beside the script
 RDZV_PORT_BASE = 29500  # + job id mod 1000: two jobs on one node do not share a port
 
 
@@ -52,6 +56,7 @@ class JobSpec:
     script: str                # the workload, relative to workdir or absolute
     script_args: list[str] = field(default_factory=list)
     gpus: bool = True          # False on a partition without GPUs: no GPU request, CPU processes
+    env: dict = field(default_factory=dict)  # more variables the job exports (run --trace's)
 
     @property
     def script_path(self) -> str:
@@ -64,6 +69,10 @@ class JobSpec:
     @property
     def exit_path(self) -> str:
         return f"{self.job_dir}/{EXIT_NAME}"
+
+    @property
+    def sampler_path(self) -> str:
+        return f"{self.job_dir}/{SAMPLER_NAME}"
 
 
 def job_name(workload: str) -> str:
@@ -94,20 +103,42 @@ def sbatch_lines(spec: JobSpec, options: SlurmOptions) -> list[str]:
     return lines
 
 
+def _gpu_watch(spec: JobSpec, python: str) -> str:
+    """What each task runs its command ("$@") under on nodes with GPUs: the node's first
+    task starts the GPU sampler beside it (where the sampler and nvidia-smi are there),
+    then stops it and waits for it once the command ends, exiting with the command's code."""
+    q = shlex.quote
+    sampler = q(spec.sampler_path)
+    return (f'sampler=; if [ "${{SLURM_LOCALID:-0}}" = 0 ] && [ -f {sampler} ] && '
+            "command -v nvidia-smi > /dev/null 2>&1; then "
+            f"{python} {sampler} {shlex.join(feed_args(procs=spec.procs_per_node))} "
+            '--node "node${SLURM_NODEID:-0}" < /dev/null 2> /dev/null & sampler=$!; fi; '
+            '"$@"; code=$?; if [ -n "${sampler:-}" ]; then kill "$sampler" 2> /dev/null; '
+            'wait "$sampler" 2> /dev/null; fi; exit "$code"')
+
+
 def _launch(spec: JobSpec, options: SlurmOptions) -> list[str]:
     q = shlex.quote
     python = " ".join(q(p) for p in shlex.split(spec.python))
     workload = " ".join(q(a) for a in [spec.script, *spec.script_args])
+    watch = []
+    if spec.gpus:
+        watch = ["# each node's GPUs sampled beside its first task: a line per GPU a second in",
+                 "# this output, for gpubench's live view (none where nvidia-smi is missing)",
+                 f"gpu_watch={q(_gpu_watch(spec, python))}"]
     if options.launch == SRUN:
         ranks = ("export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID WORLD_SIZE=$SLURM_NTASKS "
-                 "LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE; exec \"$@\"")
-        return ['export MASTER_ADDR="$head" MASTER_PORT="$port"',
+                 "LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE; ")
+        task = q(ranks) + '"$gpu_watch"' if spec.gpus else q(ranks + 'exec "$@"')
+        return ['export MASTER_ADDR="$head" MASTER_PORT="$port"', *watch,
                 "# one task per GPU, each one rank; its place in the world comes from Slurm",
-                f"srun --kill-on-bad-exit=1 bash -c {q(ranks)} rank \\",
+                f"srun --kill-on-bad-exit=1 bash -c {task} rank \\",
                 f"    {python} {workload}"]
-    return ["# one task per node: torchrun starts the node's processes and meets the other",
-            "# nodes at the first one (c10d rendezvous)",
-            f"srun --kill-on-bad-exit=1 {python} -m torch.distributed.run \\",
+    start = (['srun --kill-on-bad-exit=1 bash -c "$gpu_watch" node \\',
+              f"    {python} -m torch.distributed.run \\"] if spec.gpus
+             else [f"srun --kill-on-bad-exit=1 {python} -m torch.distributed.run \\"])
+    return [*watch, "# one task per node: torchrun starts the node's processes and meets the other",
+            "# nodes at the first one (c10d rendezvous)", *start,
             f'    --nnodes="$SLURM_NNODES" --nproc_per_node={spec.procs_per_node} \\',
             '    --rdzv_id="$SLURM_JOB_ID" --rdzv_backend=c10d --rdzv_endpoint="$head:$port" \\',
             f"    {workload}"]
@@ -132,6 +163,7 @@ def render(spec: JobSpec, options: SlurmOptions) -> str:
         f"threads=$(( ${{SLURM_CPUS_ON_NODE:-1}} / {n} ))",
         'export OMP_NUM_THREADS=$(( threads > 0 ? threads : 1 ))',
         f"export GPUBENCH_RECORD_FILE={q(spec.record_path)}",
+        *[f"export {name}={q(value)}" for name, value in spec.env.items()],
         "export PYTHONUNBUFFERED=1",
         'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)',
         f"port=$(( {RDZV_PORT_BASE} + SLURM_JOB_ID % 1000 ))",
