@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ops.FITTED:
         print(f"{name:22} {getattr(c, name):.6g}")
     print(table(checks))
-    cards = published.card_checks(replace(c, family_error=(), other_card_error=()))
+    cards = published.card_checks(c)
     print()
     print(published.table(cards))
     if opts.write:

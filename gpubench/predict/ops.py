@@ -414,10 +414,11 @@ def estimate(config: Config, profile: StepProfile, rates: Rates, c: Constants, g
     if config.fsdp:
         # each unit's hooks run once in the forward and once in the backward; its copies
         # and collectives' memory traffic likewise
+        copies = fsdp_bytes(profile.params, config.precision) / bw
         for phase in ("forward", "backward"):
             host_of[phase] = host_of.get(phase, 0.0) + config.fsdp_units * c.fsdp_host_per_unit / 2
-            device_of[phase] = device_of.get(phase, 0.0) + fsdp_bytes(profile.params, config.precision) / bw / 2
-        byte_s += fsdp_bytes(profile.params, config.precision) / bw
+            device_of[phase] = device_of.get(phase, 0.0) + copies / 2
+        byte_s += copies
     phases = sorted(set(host_of) | set(device_of), key=lambda ph: PHASES.index(ph) if ph in PHASES else len(PHASES))
     hosts = [host_of.get(ph, 0.0) for ph in phases]
     devices = [device_of.get(ph, 0.0) for ph in phases]

@@ -91,13 +91,13 @@ def _modelled(run: PublishedRun, c: ops.Constants) -> float | None:
 
 def card_checks(c: ops.Constants, runs: tuple[PublishedRun, ...] = RUNS) -> list[CardCheck]:
     """Every published card against its series' anchor, by the constants `c`."""
-    anchors = {r.series: r for r in runs if r.anchor}
+    anchors = {r.series: (r, _modelled(r, c)) for r in runs if r.anchor}
     out = []
     for run in runs:
-        base = anchors.get(run.series)
+        base, theirs = anchors.get(run.series, (None, None))
         if run.anchor or base is None:
             continue
-        mine, theirs = _modelled(run, c), _modelled(base, c)
+        mine = _modelled(run, c)
         spec = gpu_specs.spec_for(run.gpu, run.memory_gb)
         if mine is None or theirs is None or spec is None:
             continue
